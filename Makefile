@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# make demo: set up, build, run the main job.  make test: set up, build, test.
+SHELL := /bin/bash
+CARGO ?= cargo
+BIN := target/release/warmcore
+PY := .venv/bin/python
+DEMO_OUT := out/demo
+
+.PHONY: all setup build test demo bench fuzz-short clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+	@test -x $(BIN)
+
+test: build
+	$(CARGO) test --release --workspace
+	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; fi
+
+demo: build
+	@mkdir -p $(DEMO_OUT)
+	$(BIN) trace info fixtures/perf-make-j2.wct
+	$(BIN) trace dump fixtures/perf-make-j2.wct --to 2ms | head -20
+
+bench: build
+	@scripts/bench.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf out

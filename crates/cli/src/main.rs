@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The `warmcore` command: parse, call a crate, print.
+
+use clap::{Parser, Subcommand};
+
+mod time;
+mod trace;
+
+#[derive(Parser)]
+#[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Read, analyse, import and export .wct traces.
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Trace(c) => trace::run(c),
+    };
+    if let Err(e) = r {
+        // One line: what is wrong and, where the error knows it, what to do.
+        eprintln!("warmcore: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore trace ...`
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Subcommand;
+use warmcore_trace::{Trace, Window};
+
+use crate::time::parse_ns;
+
+mod dump;
+mod info;
+
+#[derive(Subcommand)]
+pub enum TraceCmd {
+    /// Header, machine, counts per event, lost events and time span of a trace.
+    Info {
+        file: PathBuf,
+    },
+    /// Print events as text, one a line, in global time order.
+    Dump {
+        file: PathBuf,
+        /// Only this CPU (repeat for several).
+        #[arg(long)]
+        cpu: Vec<u32>,
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        #[arg(long, value_parser = parse_ns)]
+        from: Option<u64>,
+        /// End of the window (exclusive), relative to the trace's first event.
+        #[arg(long, value_parser = parse_ns)]
+        to: Option<u64>,
+        /// Only events of this name (repeat for several); see `trace info` for the names.
+        #[arg(long)]
+        event: Vec<String>,
+        /// Print absolute timestamps instead of times since the first event.
+        #[arg(long)]
+        absolute: bool,
+    },
+}
+
+pub fn run(cmd: TraceCmd) -> Result<()> {
+    match cmd {
+        TraceCmd::Info { file } => info::run(&open(&file)?),
+        TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
+            dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
+        }
+    }
+}
+
+pub fn open(file: &std::path::Path) -> Result<Trace> {
+    Ok(Trace::open(file)?)
+}
+
+/// A window given relative to the trace's start, as absolute timestamps.
+pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Window {
+    let base = t.span().map(|s| s.0).unwrap_or(0);
+    Window {
+        from: from.map(|f| base.saturating_add(f)).unwrap_or(0),
+        to: to.map(|x| base.saturating_add(x)).unwrap_or(u64::MAX),
+    }
+}
+
+/// Check CPU numbers against the trace, naming the first bad one.
+pub fn check_cpus(t: &Trace, cpus: &[u32]) -> Result<()> {
+    if let Some(bad) = cpus.iter().find(|&&c| c >= t.nr_cpus()) {
+        anyhow::bail!("{}: no CPU {bad}: the trace has CPUs 0-{}", t.path(), t.nr_cpus() - 1);
+    }
+    Ok(())
+}
+

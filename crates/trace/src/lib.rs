@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! warmcore's trace: the event model, the `.wct` file format with its
+//! streaming writer and mapped reader, importers, exporters and analysis.
+
+pub mod error;
+pub mod event;
+pub mod format;
+pub mod meta;
+pub mod reader;
+pub mod writer;
+
+pub use error::{Result, TraceError};
+pub use event::{ids, CpuEvent, Event, EventTable};
+pub use meta::{CpuTopo, Header, Machine, Process, Provenance};
+pub use reader::{Trace, Window};
+pub use writer::{Writer, WriterOptions};

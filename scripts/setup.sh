@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Install what warmcore needs and is missing: Debian packages, the Rust
+# toolchain's parts, the project's Python virtual environment. Idempotent:
+# a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: need root to install ${missing[*]}: run as root or install them yourself" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+    echo "setup: cargo not found: install Rust 1.91 or newer (rustup) and retry" >&2
+    exit 1
+fi
+
+# The Python side (tests that decode exports, the viewer) lives in .venv.
+if [ ! -x .venv/bin/python ] || ! cmp -s python/requirements.txt .venv/.requirements 2>/dev/null; then
+    echo "setup: creating .venv"
+    python3 -m venv .venv
+    .venv/bin/pip install -q --upgrade pip
+    .venv/bin/pip install -q -r python/requirements.txt
+    cp python/requirements.txt .venv/.requirements
+fi
