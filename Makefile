@@ -20,6 +20,10 @@ build: setup
 test: build
 	$(CARGO) test --release --workspace
 	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; fi
+	@scripts/fuzz-short.sh
+
+fuzz-short: setup
+	@scripts/fuzz-short.sh
 
 demo: build
 	@mkdir -p $(DEMO_OUT)

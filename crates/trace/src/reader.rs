@@ -7,11 +7,12 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
+use std::sync::OnceLock;
 use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::event::{CpuEvent, Event, EVENT_SIZE};
-use crate::format::{self, codec, kind, BlockHeader, IndexEntry, Summary, BLOCK_HEADER_SIZE};
+use crate::format::{self, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary, BLOCK_HEADER_SIZE, PROC_RECORD_SIZE};
 use crate::meta::{Header, Process};
 
 /// The most events a chunk may claim: a bound on what a corrupt file can make
@@ -64,8 +65,10 @@ pub struct Trace {
     path: String,
     bytes: Bytes,
     pub header: Header,
-    /// The process table, by pid.
-    pub processes: BTreeMap<u32, Process>,
+    /// Payload ranges of the PROCESSES blocks, decoded on first use: a large
+    /// build's hundreds of thousands of processes must not slow `open`.
+    proc_blocks: Vec<(usize, usize)>,
+    processes: OnceLock<BTreeMap<u32, Process>>,
     /// Events each CPU could not record (from the summary; zeros if absent).
     pub lost: Vec<u64>,
     /// None when the file ends as a writer leaves it; otherwise why not.
@@ -125,7 +128,8 @@ impl Trace {
         let mut t = Trace {
             path: path.to_string(),
             header,
-            processes: BTreeMap::new(),
+            proc_blocks: Vec::new(),
+            processes: OnceLock::new(),
             lost: vec![0; ncpu],
             incomplete: None,
             chunks: vec![Vec::new(); ncpu],
@@ -133,10 +137,14 @@ impl Trace {
         };
         let mut blocks: Vec<(usize, BlockHeader)> = Vec::new();
         match Self::read_index(path, b, first_block) {
-            Ok(Some(offsets)) => {
-                for off in offsets {
-                    let h = Self::block_at(path, b, off)?;
-                    blocks.push((off, h));
+            Ok(Some(entries)) => {
+                for e in entries {
+                    let off = e.offset as usize;
+                    let end = (e.offset as u128) + BLOCK_HEADER_SIZE as u128 + e.header.len as u128;
+                    if off < first_block || off % 8 != 0 || end > b.len() as u128 || e.header.magic != format::BLOCK_MAGIC {
+                        return Err(err(off, "expected an index entry naming a block inside the file".into()));
+                    }
+                    blocks.push((off, e.header));
                 }
             }
             Ok(None) | Err(_) => {
@@ -192,23 +200,10 @@ impl Trace {
                     list.push(ChunkRef { offset: off as u64, codec: h.codec, count: h.count, len: h.len, crc: h.crc, t_first: h.t_first, t_last: h.t_last });
                 }
                 kind::PROCESSES => {
-                    let procs: Vec<Process> = serde_json::from_slice(payload)
-                        .map_err(|e| err(off + BLOCK_HEADER_SIZE, format!("expected a JSON process table: {e}")))?;
-                    for p in procs {
-                        t.processes
-                            .entry(p.pid)
-                            .and_modify(|q| {
-                                q.first_ns = q.first_ns.min(p.first_ns);
-                                q.last_ns = q.last_ns.max(p.last_ns);
-                                if p.ppid != 0 {
-                                    q.ppid = p.ppid;
-                                }
-                                if !p.comm.is_empty() {
-                                    q.comm = p.comm.clone();
-                                }
-                            })
-                            .or_insert(p);
+                    if h.len as usize % PROC_RECORD_SIZE != 0 {
+                        return Err(err(off, format!("expected process records of {PROC_RECORD_SIZE} bytes, found a block of {}", h.len)));
                     }
+                    t.proc_blocks.push((off + BLOCK_HEADER_SIZE, h.len as usize));
                 }
                 kind::SUMMARY => {
                     let s: Summary = serde_json::from_slice(payload)
@@ -228,8 +223,8 @@ impl Trace {
         Ok(t)
     }
 
-    /// The block offsets the trailer's index lists, or None without a trailer.
-    fn read_index(path: &str, b: &[u8], first_block: usize) -> Result<Option<Vec<usize>>> {
+    /// The entries of the trailer's index, or None without a trailer.
+    fn read_index(path: &str, b: &[u8], first_block: usize) -> Result<Option<Vec<IndexEntry>>> {
         if b.len() < first_block + format::TRAILER_SIZE || b[b.len() - 8..] != format::TRAILER_MAGIC {
             return Ok(None);
         }
@@ -247,11 +242,7 @@ impl Trace {
         if crc32fast::hash(payload) != h.crc {
             return Err(TraceError::at_offset(path, ioff as u64, "expected the index's checksum to match"));
         }
-        let entries: Vec<IndexEntry> = payload
-            .chunks_exact(std::mem::size_of::<IndexEntry>())
-            .map(bytemuck::pod_read_unaligned)
-            .collect();
-        Ok(Some(entries.iter().map(|e| e.offset as usize).collect()))
+        Ok(Some(payload.chunks_exact(std::mem::size_of::<IndexEntry>()).map(bytemuck::pod_read_unaligned).collect()))
     }
 
     /// The block header at `off`, checked to lie, with its payload, in the file.
@@ -299,8 +290,35 @@ impl Trace {
         Some((first, last))
     }
 
+    /// The process table, by pid: later records for a pid refine earlier ones.
+    pub fn processes(&self) -> &BTreeMap<u32, Process> {
+        self.processes.get_or_init(|| {
+            let mut map = BTreeMap::<u32, Process>::new();
+            for &(start, len) in &self.proc_blocks {
+                for raw in self.bytes[start..start + len].chunks_exact(PROC_RECORD_SIZE) {
+                    let r: ProcRecord = bytemuck::pod_read_unaligned(raw);
+                    let end = r.comm.iter().position(|&c| c == 0).unwrap_or(r.comm.len());
+                    let comm = String::from_utf8_lossy(&r.comm[..end]).into_owned();
+                    map.entry(r.pid)
+                        .and_modify(|q| {
+                            q.first_ns = q.first_ns.min(r.first_ns);
+                            q.last_ns = q.last_ns.max(r.last_ns);
+                            if r.ppid != 0 {
+                                q.ppid = r.ppid;
+                            }
+                            if !comm.is_empty() {
+                                q.comm = comm.clone();
+                            }
+                        })
+                        .or_insert(Process { pid: r.pid, ppid: r.ppid, comm, first_ns: r.first_ns, last_ns: r.last_ns });
+                }
+            }
+            map
+        })
+    }
+
     pub fn comm(&self, pid: u32) -> Option<&str> {
-        self.processes.get(&pid).map(|p| p.comm.as_str()).filter(|c| !c.is_empty())
+        self.processes().get(&pid).map(|p| p.comm.as_str()).filter(|c| !c.is_empty())
     }
 
     /// The events of one chunk: borrowed from the map when stored raw and

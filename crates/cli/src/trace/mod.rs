@@ -37,6 +37,23 @@ pub enum TraceCmd {
         #[arg(long)]
         absolute: bool,
     },
+    /// Write a synthetic trace of a given size (for benchmarks and tests of tools).
+    Synth {
+        /// The output .wct file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Number of events, about.
+        #[arg(long, default_value_t = 1_000_000)]
+        events: u64,
+        /// Number of CPUs.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        cpus: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Compress chunks with zstd at this level (1-19).
+        #[arg(long, value_parser = clap::value_parser!(i32).range(1..=19))]
+        zstd: Option<i32>,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -44,6 +61,12 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Info { file } => info::run(&open(&file)?),
         TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
             dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
+        }
+        TraceCmd::Synth { output, events, cpus, seed, zstd } => {
+            let opts = warmcore_trace::synth::SynthOptions { events, cpus, seed, zstd_level: zstd };
+            let n = warmcore_trace::synth::generate(&output, &opts)?;
+            println!("wrote {n} events on {cpus} CPUs to {}", output.display());
+            Ok(())
         }
     }
 }
