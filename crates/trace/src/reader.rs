@@ -80,13 +80,14 @@ impl Trace {
     pub fn open(path: impl AsRef<Path>) -> Result<Trace> {
         let p = path.as_ref().display().to_string();
         let f = File::open(path.as_ref()).map_err(|e| TraceError::io(&p, e))?;
-        let len = f.metadata().map_err(|e| TraceError::io(&p, e))?.len();
-        if len < format::PRELUDE_SIZE as u64 {
-            return Err(TraceError::at_offset(
-                &p,
-                0,
-                format!("expected a .wct prelude of {} bytes, the file has {len}", format::PRELUDE_SIZE),
-            ));
+        let md = f.metadata().map_err(|e| TraceError::io(&p, e))?;
+        if !md.is_file() {
+            return Err(TraceError::new(&p, "is not a regular file: give the path of a .wct trace"));
+        }
+        if md.len() < format::PRELUDE_SIZE as u64 {
+            let mut head = Vec::new();
+            std::io::Read::read_to_end(&mut &f, &mut head).map_err(|e| TraceError::io(&p, e))?;
+            return Trace::parse(&p, Bytes::Owned(head));
         }
         // SAFETY: the map is read-only; a file truncated under us can raise
         // SIGBUS, as with any mapped reader (perf, Perfetto); we never write it.
@@ -102,11 +103,12 @@ impl Trace {
     fn parse(path: &str, bytes: Bytes) -> Result<Trace> {
         let err = |off: usize, msg: String| TraceError::at_offset(path, off as u64, msg);
         let b: &[u8] = &bytes;
-        if b.len() < format::PRELUDE_SIZE {
-            return Err(err(0, format!("expected a .wct prelude of {} bytes, found {}", format::PRELUDE_SIZE, b.len())));
-        }
-        if b[..8] != format::MAGIC {
+        let n = b.len().min(8);
+        if b[..n] != format::MAGIC[..n] {
             return Err(err(0, "expected the .wct magic \"WCTRACE\\0\": not a warmcore trace".into()));
+        }
+        if b.len() < format::PRELUDE_SIZE {
+            return Err(err(0, format!("expected a .wct prelude of {} bytes, the file has {}: it is truncated", format::PRELUDE_SIZE, b.len())));
         }
         let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
         if version != format::VERSION {
