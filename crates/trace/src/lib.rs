@@ -7,6 +7,7 @@ pub mod event;
 pub mod format;
 pub mod meta;
 pub mod reader;
+pub mod stats;
 pub mod writer;
 
 pub use error::{Result, TraceError};

@@ -11,6 +11,7 @@ use crate::time::parse_ns;
 
 mod dump;
 mod info;
+mod stats;
 
 #[derive(Subcommand)]
 pub enum TraceCmd {
@@ -37,6 +38,14 @@ pub enum TraceCmd {
         #[arg(long)]
         absolute: bool,
     },
+    /// Busy time, frequency residency, underload/overload, migrations, wakeup
+    /// latency, work-conservation violations and frequency inversions.
+    Stats {
+        file: PathBuf,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -45,6 +54,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
             dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
         }
+        TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
     }
 }
 
