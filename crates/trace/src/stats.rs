@@ -569,23 +569,54 @@ impl Analyzer {
 
         if prev != 0 {
             self.end_inv_run(c, prev);
-            let task = self.tasks.get(&prev).copied().unwrap_or_default();
-            if let TaskState::Waiting(x) = task.state {
+            // One map look-up in the common case.
+            let old = self.tasks.get_mut(&prev).map(|tk| {
+                let old = tk.state;
+                if state == prev_state::RUNNABLE {
+                    tk.state = TaskState::Waiting(c as u32);
+                } else {
+                    tk.state = TaskState::Off;
+                }
+                old
+            });
+            if let Some(TaskState::Waiting(x)) = old {
                 self.remove_waiting(x as usize);
             }
             if state == prev_state::RUNNABLE {
+                if old.is_none() {
+                    self.tasks.insert(prev, Task { state: TaskState::Waiting(c as u32), ..Task::default() });
+                }
                 self.add_waiting(c);
-                self.tasks.entry(prev).or_default().state = TaskState::Waiting(c as u32);
             } else if state == prev_state::DEAD {
                 self.forget(prev);
-            } else if let Some(tk) = self.tasks.get_mut(&prev) {
-                tk.state = TaskState::Off;
             }
         }
 
         if next != 0 {
-            let task = *self.tasks.entry(next).or_default();
-            match task.state {
+            let freq = self.cpus[c].freq;
+            let tk = self.tasks.entry(next).or_default();
+            let old = tk.state;
+            tk.state = TaskState::Running(c as u32);
+            tk.dead = false;
+            let woken = tk.wake_ts.take();
+            let mut watch = None;
+            if let Some(cand) = &mut tk.cand {
+                if !cand.started {
+                    cand.started = true;
+                    if cand.waker_cpu as usize != c && freq != 0 && freq < cand.fw {
+                        watch = Some(InvRun { pid: next, fw: cand.fw, below_ns: 0 });
+                    } else {
+                        tk.cand = None;
+                    }
+                }
+            }
+            if let Some(w) = woken {
+                self.latency.saturating_record(t - w.min(t));
+            }
+            if watch.is_some() {
+                self.cpus[c].inv = watch;
+            }
+            match old {
                 TaskState::Waiting(x) => self.remove_waiting(x as usize),
                 TaskState::Running(d) if d as usize != c && self.cpus.get(d as usize).is_some_and(|k| k.curr == next) => {
                     // Its switch-out on `d` was lost: `d` is taken to be idle.
@@ -595,23 +626,6 @@ impl Analyzer {
                     self.set_curr(d, 0);
                 }
                 _ => {}
-            }
-            let freq = self.cpus[c].freq;
-            let tk = self.tasks.get_mut(&next).expect("inserted above");
-            tk.state = TaskState::Running(c as u32);
-            tk.dead = false;
-            if let Some(w) = tk.wake_ts.take() {
-                self.latency.saturating_record(t - w.min(t));
-            }
-            if let Some(cand) = &mut tk.cand {
-                if !cand.started {
-                    cand.started = true;
-                    if cand.waker_cpu as usize != c && freq != 0 && freq < cand.fw {
-                        self.cpus[c].inv = Some(InvRun { pid: next, fw: cand.fw, below_ns: 0 });
-                    } else {
-                        tk.cand = None;
-                    }
-                }
             }
         }
         self.set_curr(c, next);
@@ -834,8 +848,39 @@ impl Analyzer {
 pub fn analyze(trace: &Trace) -> Result<Stats> {
     let mut a = Analyzer::new(&trace.header);
     a.add_lost(trace.lost.iter().sum());
-    for e in trace.events(None, Window::ALL) {
-        a.push(&e?);
-    }
+    for_each_event(trace, |e| a.push(e))?;
     Ok(a.finish())
+}
+
+/// Every event of `trace` in global time order, ties broken by CPU number
+/// (the order of `Trace::events`), handed to `f` by reference. The merge
+/// replaces the heap's top in place (one sift-down per event instead of a
+/// pop and a push), which roughly halves its cost on many CPUs.
+fn for_each_event(trace: &Trace, mut f: impl FnMut(&CpuEvent)) -> Result<()> {
+    use std::cmp::Reverse;
+    use std::collections::binary_heap::{BinaryHeap, PeekMut};
+    let n = trace.nr_cpus();
+    let mut streams: Vec<_> = (0..n).map(|c| trace.cpu_events(c, Window::ALL)).collect();
+    let mut heads = vec![CpuEvent { cpu: 0, ev: Default::default() }; n as usize];
+    let mut heap = BinaryHeap::with_capacity(n as usize);
+    for (c, s) in streams.iter_mut().enumerate() {
+        if let Some(ev) = s.next() {
+            heads[c] = CpuEvent { cpu: c as u32, ev: ev? };
+            heap.push(Reverse((heads[c].ev.ts, c as u32)));
+        }
+    }
+    while let Some(mut top) = heap.peek_mut() {
+        let c = top.0 .1 as usize;
+        f(&heads[c]);
+        match streams[c].next() {
+            Some(ev) => {
+                heads[c].ev = ev?;
+                *top = Reverse((heads[c].ev.ts, c as u32));
+            }
+            None => {
+                PeekMut::pop(top);
+            }
+        }
+    }
+    Ok(())
 }
