@@ -206,8 +206,6 @@ struct Task {
     /// Time of the wakeup whose latency is pending.
     wake_ts: Option<u64>,
     cand: Option<Cand>,
-    /// Exited, kept only until its inversion candidate is settled.
-    dead: bool,
 }
 
 impl Task {
@@ -377,6 +375,12 @@ impl Analyzer {
     /// Add events the recorder lost (reported in `lost_events`).
     pub fn add_lost(&mut self, n: u64) {
         self.lost += n;
+    }
+
+    /// Tasks the analyzer holds state for: the runnable ones and a few whose
+    /// inversion candidate is not settled yet. Bounds its memory.
+    pub fn tracked_tasks(&self) -> usize {
+        self.tasks.len()
     }
 
     #[inline]
@@ -587,8 +591,8 @@ impl Analyzer {
                     self.tasks.insert(prev, Task { state: TaskState::Waiting(c as u32), ..Task::default() });
                 }
                 self.add_waiting(c);
-            } else if state == prev_state::DEAD {
-                self.forget(prev);
+            } else {
+                self.release(prev);
             }
         }
 
@@ -597,7 +601,6 @@ impl Analyzer {
             let tk = self.tasks.entry(next).or_default();
             let old = tk.state;
             tk.state = TaskState::Running(c as u32);
-            tk.dead = false;
             let woken = tk.wake_ts.take();
             let mut watch = None;
             if let Some(cand) = &mut tk.cand {
@@ -677,7 +680,7 @@ impl Analyzer {
             // Settled either way (the first idle after the wakeup decides).
             if cand.idle_ok && cand.run_done || wt.saturating_add(INVERSION_IDLE_WINDOW_NS) < t {
                 tk.cand = None;
-                if tk.dead {
+                if tk.state == TaskState::Off {
                     self.tasks.remove(&pid);
                 }
             }
@@ -698,7 +701,6 @@ impl Analyzer {
         tk.state = TaskState::Waiting(target as u32);
         tk.wake_ts = Some(t);
         tk.cand = None;
-        tk.dead = false;
         let waker = &self.cpus[c];
         if waker.curr != 0 && waker.freq != 0 {
             tk.cand = Some(Cand {
@@ -721,7 +723,7 @@ impl Analyzer {
                         if let Some(tk) = tasks.get_mut(&p) {
                             if tk.cand.is_some_and(|k| k.wake_ts == wt) {
                                 tk.cand = None;
-                                if tk.dead {
+                                if tk.state == TaskState::Off {
                                     tasks.remove(&p);
                                 }
                             }
@@ -757,20 +759,21 @@ impl Analyzer {
             TaskState::Running(_) => {} // its last switch-out removes it
             TaskState::Waiting(x) => {
                 self.remove_waiting(x as usize);
-                self.forget(pid);
+                self.release(pid);
             }
-            TaskState::Off => self.forget(pid),
+            TaskState::Off => {}
         }
     }
 
-    /// A task has exited: drop it, unless an inversion candidate of its
-    /// still waits for the waker's CPU to go idle.
-    fn forget(&mut self, pid: u32) {
+    /// A task has stopped being runnable: forget it, unless an inversion
+    /// candidate of its still waits for the waker's CPU to go idle (it is
+    /// forgotten when that is settled). So the map holds only runnable
+    /// tasks and a few recent candidates, whatever the number of pids.
+    fn release(&mut self, pid: u32) {
         let Some(tk) = self.tasks.get_mut(&pid) else { return };
         if tk.awaits_idle() {
             tk.state = TaskState::Off;
             tk.wake_ts = None;
-            tk.dead = true;
         } else {
             self.tasks.remove(&pid);
         }

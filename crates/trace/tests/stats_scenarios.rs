@@ -378,3 +378,32 @@ fn empty_input_gives_zeros_and_nulls() {
     assert_eq!(s.wakeup_latency_ns, None);
     assert_eq!(s.detail.busy_ns, vec![0; 4]);
 }
+
+#[test]
+fn memory_holds_runnable_tasks_not_every_pid_seen() {
+    // 100000 short-lived tasks on 4 CPUs, each woken by task 1 on CPU0
+    // (3 GHz) onto a slower CPU every 30 us, run 15 us, then blocked or dead.
+    // Each is an inversion candidate until 1 ms has passed without CPU0
+    // going idle: the analyzer keeps only those (about 33) and the runnable.
+    let h = header(4, Some((GHZ, 3 * GHZ)));
+    let mut a = Analyzer::new(&h);
+    for c in 0..4 {
+        a.push(&e(c, 0, 0, ids::FREQ_CHANGE, 3 * GHZ - c * GHZ / 2, 0));
+    }
+    a.push(&switch(0, 0, 0, 1, RUNNABLE));
+    let mut t = 10;
+    let mut most = 0;
+    for pid in 10..100_010u32 {
+        let cpu = 1 + pid % 3;
+        a.push(&wake(0, t, pid, cpu, 1));
+        a.push(&switch(cpu, t + 5_000, 0, pid, RUNNABLE));
+        a.push(&switch(cpu, t + 20_000, pid, 0, if pid % 2 == 0 { BLOCKED } else { DEAD }));
+        most = most.max(a.tracked_tasks());
+        t += 30_000;
+    }
+    assert!(most >= 30 && most < 200, "{most} tasks tracked");
+    let s = a.finish();
+    // CPU0 never idles: no inversion, though every task ran on a slower CPU.
+    assert_eq!(s.inversions, Some(stats::Inversions { count: 0, ns: 0 }));
+    assert_eq!(s.detail.wakeups, 100_000);
+}
