@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Trace analysis (`warmcore trace stats`): one pass over the events in
-//! global time order, O(1) amortised work and no allocation per event, memory
-//! bounded by the CPUs and the tasks alive at once.
+//! global time order, O(1) amortised work per event (O(CPUs) per 4 ms
+//! interval only at the end), no allocation per event once the tables have
+//! grown, and memory bounded by the CPUs, the runnable tasks and the
+//! frequency-inversion candidates of the last millisecond, whatever the
+//! number of pids or events.
 //!
 //! The simulator feeds its events to an [`Analyzer`] as it makes them; a file
 //! is analysed with [`analyze`]. Every figure is defined below, where it is
@@ -25,6 +28,11 @@
 //!   without a recorded switch most likely is).
 //! * **Frequency** of a CPU: piecewise constant, set by FREQ_CHANGE and by
 //!   TICK with a non-zero frequency; unknown before the CPU's first sample.
+//! * **Order**: events are taken in the order given. A file keeps no order
+//!   between events of different CPUs at the same nanosecond (the reader
+//!   gives them by CPU number), so a producer that feeds the analyzer
+//!   directly may see slightly different figures from the file's when it
+//!   writes such ties in another order.
 //!
 //! The other measures are documented on the items that compute them:
 //! [`Stats::underload_per_s`], [`Stats::overload_per_s`],
@@ -41,13 +49,14 @@ use crate::event::{ids, prev_state, CpuEvent};
 use crate::meta::Header;
 use crate::reader::{Trace, Window};
 
-/// Length of an underload/overload interval: 4 ms, one tick at 250 Hz
-/// (shared/seeds/001 (Nest), section 5.2: "We use an interval of 4ms").
+/// Length of an underload/overload interval: 4 ms, the tick at 250 Hz, as
+/// in shared/seeds/001 (Nest), section 5.2.
 pub const INTERVAL_NS: u64 = 4_000_000;
 
 /// How soon after a wakeup the waker's CPU must go idle for a frequency
-/// inversion (issue 2; the pattern of shared/seeds/000, section 2: the waker
-/// blocks or exits "shortly thereafter").
+/// inversion: 1 ms (issue 2). The pattern is that of shared/seeds/000,
+/// sections 1 and 2: the waker blocks or exits soon after waking or forking
+/// a task that was placed on a slower, previously idle core.
 pub const INVERSION_IDLE_WINDOW_NS: u64 = 1_000_000;
 
 /// Width of a frequency-residency band: 100 MHz.
@@ -511,7 +520,8 @@ impl Analyzer {
     }
 
     /// Feed one event. Events must come in global time order; one that is
-    /// earlier than the last is taken to happen at the last's time.
+    /// earlier than the last is taken to happen at the last's time. An event
+    /// of a CPU the machine does not have is counted and otherwise ignored.
     pub fn push(&mut self, e: &CpuEvent) {
         self.events += 1;
         let t = match self.first_ts {
