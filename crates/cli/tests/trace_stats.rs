@@ -166,3 +166,20 @@ fn bad_input_gives_one_line_and_a_failure() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn an_incomplete_trace_is_analysed_up_to_its_last_chunk_with_a_warning() {
+    let p = tmp("whole.wct");
+    generate(&p, 4, 6, 5_000, true);
+    let bytes = std::fs::read(&p).unwrap();
+    let cut = tmp("cut.wct");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let out = warmcore(&["trace", "stats", cut.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("incomplete"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_object().unwrap().len(), 11);
+    let n = v["events"].as_u64().unwrap();
+    assert!(n > 0 && n < 5_000, "{n} events");
+}

@@ -11,11 +11,24 @@ use crate::time::show_ns;
 pub fn run(t: &Trace, json: bool) -> Result<()> {
     let s = analyze(t)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        if let Some(why) = &t.incomplete {
+            // The object's keys are fixed: say it on stderr.
+            eprintln!("warmcore: warning: {}: incomplete trace ({why}); the figures cover what could be read", t.path());
+        }
+        emit(&(serde_json::to_string_pretty(&s)? + "\n"))
     } else {
-        print!("{}", report(t, &s));
+        emit(&report(t, &s))
     }
-    Ok(())
+}
+
+/// Write to stdout; a closed stdout (`| head`, a pager quit) is no error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
