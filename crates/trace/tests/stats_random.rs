@@ -78,8 +78,8 @@ impl Sim {
         let busy: Vec<bool> = self.curr.iter().map(|&p| p != 0).collect();
         let mut runnable = 0;
         let mut overload = 0;
-        for c in 0..self.curr.len() {
-            let n = busy[c] as u64 + self.queue[c].len() as u64;
+        for (b, q) in busy.iter().zip(&self.queue) {
+            let n = *b as u64 + q.len() as u64;
             runnable += n;
             overload += n.saturating_sub(1);
         }

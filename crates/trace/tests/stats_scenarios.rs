@@ -401,7 +401,7 @@ fn memory_holds_runnable_tasks_not_every_pid_seen() {
         most = most.max(a.tracked_tasks());
         t += 30_000;
     }
-    assert!(most >= 30 && most < 200, "{most} tasks tracked");
+    assert!((30..200).contains(&most), "{most} tasks tracked");
     let s = a.finish();
     // CPU0 never idles: no inversion, though every task ran on a slower CPU.
     assert_eq!(s.inversions, Some(stats::Inversions { count: 0, ns: 0 }));
