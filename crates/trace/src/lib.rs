@@ -8,6 +8,7 @@ pub mod format;
 pub mod meta;
 pub mod reader;
 pub mod synth;
+pub mod stats;
 pub mod writer;
 
 pub use error::{Result, TraceError};

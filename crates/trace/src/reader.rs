@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
 use std::sync::OnceLock;
@@ -349,6 +350,23 @@ impl Trace {
         }
     }
 
+    /// Tell the kernel that a chunk's pages are no longer needed, so that a
+    /// pass over a large trace does not keep the whole file resident. The map
+    /// is read-only and file-backed: a later read of the chunk faults the
+    /// pages back in from the page cache or the file.
+    fn release(&self, c: &ChunkRef) {
+        const PAGE: usize = 4096;
+        if let Bytes::Map(m) = &self.bytes {
+            let start = (c.offset as usize).next_multiple_of(PAGE);
+            let end = (c.offset as usize + BLOCK_HEADER_SIZE + c.len as usize) / PAGE * PAGE;
+            if end > start {
+                // SAFETY: DontNeed on a read-only, file-backed shared map loses
+                // nothing; the range lies inside the map.
+                let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+            }
+        }
+    }
+
     /// One CPU's events in `w`, in time order.
     pub fn cpu_events(&self, cpu: u32, w: Window) -> CpuEvents<'_> {
         let chunks = self.chunks(cpu);
@@ -411,6 +429,10 @@ impl Iterator for CpuEvents<'_> {
                 self.pos += 1;
                 return Some(Ok(*ev));
             }
+            if self.next_chunk > 0 && !self.cur.is_empty() {
+                self.trace.release(&self.chunks[self.next_chunk - 1]);
+                self.cur = Cow::Borrowed(&[]);
+            }
             if self.failed || self.next_chunk >= self.chunks.len() {
                 return None;
             }
@@ -448,16 +470,24 @@ impl Iterator for Merged<'_> {
             self.heap.clear();
             return Some(Err(e));
         }
-        let Reverse((_, cpu, i)) = self.heap.pop()?;
+        // Replace the top in place: one sift-down per event instead of a pop
+        // and a push, which matters with a hundred or more CPUs.
+        let mut top = self.heap.peek_mut()?;
+        let Reverse((_, cpu, i)) = *top;
         let (stream, ev) = &mut self.streams[i];
         let out = CpuEvent { cpu, ev: *ev };
         match stream.next() {
             Some(Ok(next)) => {
                 *ev = next;
-                self.heap.push(Reverse((next.ts, cpu, i)));
+                *top = Reverse((next.ts, cpu, i));
             }
-            Some(Err(e)) => self.pending_err = Some(e),
-            None => {}
+            Some(Err(e)) => {
+                PeekMut::pop(top);
+                self.pending_err = Some(e);
+            }
+            None => {
+                PeekMut::pop(top);
+            }
         }
         Some(Ok(out))
     }

@@ -11,6 +11,7 @@ use crate::time::parse_ns;
 
 mod dump;
 mod info;
+mod stats;
 
 #[derive(Subcommand)]
 pub enum TraceCmd {
@@ -54,6 +55,14 @@ pub enum TraceCmd {
         #[arg(long, value_parser = clap::value_parser!(i32).range(1..=19))]
         zstd: Option<i32>,
     },
+    /// Busy time, frequency residency, underload/overload, migrations, wakeup
+    /// latency, work-conservation violations and frequency inversions.
+    Stats {
+        file: PathBuf,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -68,6 +77,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             println!("wrote {n} events on {cpus} CPUs to {}", output.display());
             Ok(())
         }
+        TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
     }
 }
 
