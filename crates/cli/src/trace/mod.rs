@@ -10,6 +10,7 @@ use warmcore_trace::{Trace, Window};
 use crate::time::parse_ns;
 
 mod dump;
+mod import;
 mod info;
 
 #[derive(Subcommand)]
@@ -37,6 +38,20 @@ pub enum TraceCmd {
         #[arg(long)]
         absolute: bool,
     },
+    /// Convert another tool's trace (perf script, trace-cmd report, SchedLog dump) to .wct.
+    Import {
+        /// The tool that made the input.
+        #[arg(long, value_enum)]
+        from: import::From,
+        /// The input: a text file (zstd-compressed is fine) or a SchedLog dump directory.
+        input: PathBuf,
+        /// The .wct file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Compress the output's event chunks with zstd.
+        #[arg(long)]
+        zstd: bool,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -45,6 +60,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
             dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
         }
+        TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
     }
 }
 
