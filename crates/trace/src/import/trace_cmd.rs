@@ -60,13 +60,10 @@ impl TextFormat for TraceCmd {
 }
 
 fn is_header_line(t: &str) -> bool {
-    t.starts_with("version")
-        || t.starts_with("CPU")
-        || t.starts_with("trace-cmd")
-        || t.starts_with("cpus")
-        || t.starts_with("[")
-            && t.ends_with(']')
-            && !t.contains(' ')
+    t.starts_with("version =")
+        || t.starts_with("trace-cmd: ")
+        || t.starts_with("CPU") && (t.ends_with(" is empty") || t.contains(" data recorded at "))
+        || t.starts_with('[') && t.ends_with(']') && !t.contains(' ')
 }
 
 /// `COMM:PID [PRIO]` (or `COMM:PID`): the name and the pid.
