@@ -693,7 +693,8 @@ pub const IDLE_EXIT_STATE: u32 = u32::MAX;
 /// Writes events and keeps the counts of an import.
 pub(crate) struct Sink<W: Write> {
     pub w: Writer<W>,
-    name: String,
+    /// The input named in errors (SchedLog: the CPU's file).
+    pub name: String,
     last_ts: Vec<u64>,
     pub report: ImportReport,
     pids: std::collections::HashSet<u32>,

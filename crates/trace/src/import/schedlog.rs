@@ -21,6 +21,8 @@
 //! the importer fills warmcore's prev_state from the events SchedLog logs
 //! before a switch on the same CPU: a BLOCK of the task leaving gives
 //! BLOCKED, BLOCK_IO gives BLOCKED_IO, an EXIT gives DEAD, none RUNNABLE.
+//! (The log cannot tell a preemption between a task's EXIT and its last
+//! switch from that last switch: the first switch after the EXIT is DEAD.)
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -281,6 +283,7 @@ pub fn import_dir(dir: &Path, output: &Path, opts: ImportOptions) -> Result<Impo
         for (&cpu, path) in &cpus {
             let pname = path.display().to_string();
             let mut r = open_file(&pname, path)?;
+            sink.name = pname.clone();
             import_cpu(&mut sink, &table, cpu, &pname, &mut r)?;
         }
         sink.finish()
@@ -336,6 +339,7 @@ pub fn import_bundle<W: Write>(name: &str, data: &[u8], out: W, out_name: &str, 
     for (cpu, bytes) in cpus.iter().enumerate() {
         let pname = format!("{name}:cpu{cpu}");
         let mut r: &[u8] = bytes;
+        sink.name = pname.clone();
         import_cpu(&mut sink, &table, cpu as u32, &pname, &mut r)?;
     }
     sink.finish()
