@@ -5,7 +5,7 @@
 #
 #   scripts/record-fixtures.sh perf       perf-configure.txt.zst, perf-make-j2.txt.zst
 #   scripts/record-fixtures.sh schedlog   schedlog-make-j2/ from perf-make-j2.txt.zst
-#   scripts/record-fixtures.sh trace-cmd  trace-cmd-forks.txt.zst, recorded in a QEMU guest
+#   scripts/record-fixtures.sh trace-cmd  trace-cmd-forks{,-raw}.txt.zst, recorded in a QEMU guest
 #
 # perf sched record traces the whole machine, so the recordings also hold
 # whatever else ran at the time; that is real data, and the tests check only

@@ -331,6 +331,11 @@ fn errors_from_files_name_the_path_and_leave_no_output() {
     let e = import_path(Format::PerfScript, &input, &out, ImportOptions::default()).err().unwrap();
     assert_eq!(e.path, input.display().to_string());
     assert!(!out.exists());
+    // An older output of the same name is kept.
+    std::fs::write(&out, b"old").unwrap();
+    assert!(import_path(Format::PerfScript, &input, &out, ImportOptions::default()).is_err());
+    assert_eq!(std::fs::read(&out).unwrap(), b"old");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no partial file left");
     let e = import_path(Format::PerfScript, &dir.path().join("missing"), &out, ImportOptions::default()).err().unwrap();
     assert!(e.to_string().contains("check the path"), "{e}");
 }

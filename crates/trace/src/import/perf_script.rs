@@ -27,12 +27,24 @@ impl TextFormat for PerfScript {
         if let Some(c) = t.strip_prefix('#') {
             return Ok(Parsed::Meta(header_fact(c.trim())));
         }
-        parse_head(line).map(Parsed::Event)
+        match parse_head(line) {
+            Ok(h) => Ok(Parsed::Event(h)),
+            // A call-chain line (recorded with -g): `\t ffffffff8108a2b1 schedule+0x41 ([kernel.kallsyms])`.
+            Err(_) if is_callchain(line) => Ok(Parsed::Meta(None)),
+            Err(e) => Err(e),
+        }
     }
 
     fn parse_event<'a>(h: &Head<'a>) -> Result<Rec<'a>, String> {
         parse_raw_fields(h.event, h.fields)
     }
+}
+
+fn is_callchain(line: &str) -> bool {
+    let mut t = tokens(line);
+    line.starts_with(char::is_whitespace)
+        && t.next().is_some_and(|(_, a)| a.len() >= 4 && a.bytes().all(|c| c.is_ascii_hexdigit()))
+        && t.next().is_some()
 }
 
 fn header_fact(c: &str) -> Option<HeaderFact> {
@@ -167,6 +179,13 @@ mod tests {
         assert_eq!((h.comm, h.tid, h.cpu), (":-1", 0, 1));
         assert!(parse_head("perf 12 486.8: sched:sched_switch: x").is_err());
         assert!(parse_head("perf 12 [000] 486.8x: sched:sched_switch: x").is_err());
+    }
+
+    #[test]
+    fn callchains_are_not_events() {
+        assert!(is_callchain("\t    ffffffff8108a2b1 schedule+0x41 ([kernel.kallsyms])"));
+        assert!(!is_callchain("perf 12 [000] 1.000000: sched:sched_switch: x"));
+        assert!(matches!(PerfScript::parse_line("\t ffffffff8108a2b1 schedule+0x41 ([kernel.kallsyms])"), Ok(Parsed::Meta(None))));
     }
 
     #[test]

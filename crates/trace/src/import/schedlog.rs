@@ -265,7 +265,8 @@ fn cpu_files(dir: &Path, dname: &str) -> Result<BTreeMap<u32, std::path::PathBuf
     Ok(cpus)
 }
 
-/// Import a dump directory.
+/// Import a dump directory into `output` (written in place: see
+/// [`super::import_path`] for the safe way).
 pub fn import_dir(dir: &Path, output: &Path, opts: ImportOptions) -> Result<ImportReport> {
     let dname = dir.display().to_string();
     if !dir.is_dir() {
@@ -278,21 +279,14 @@ pub fn import_dir(dir: &Path, output: &Path, opts: ImportOptions) -> Result<Impo
     let ncpus = cpus.keys().next_back().map_or(1, |&c| c + 1);
     let out_name = output.display().to_string();
     let out = File::create(output).map_err(|e| TraceError::io(&out_name, e))?;
-    let run = || -> Result<ImportReport> {
-        let mut sink = new_sink(out, &out_name, ncpus, table.table.clone(), &file_name(dir), opts)?;
-        for (&cpu, path) in &cpus {
-            let pname = path.display().to_string();
-            let mut r = open_file(&pname, path)?;
-            sink.name = pname.clone();
-            import_cpu(&mut sink, &table, cpu, &pname, &mut r)?;
-        }
-        sink.finish()
-    };
-    let r = run();
-    if r.is_err() {
-        let _ = std::fs::remove_file(output);
+    let mut sink = new_sink(out, &out_name, ncpus, table.table.clone(), &file_name(dir), opts)?;
+    for (&cpu, path) in &cpus {
+        let pname = path.display().to_string();
+        let mut r = open_file(&pname, path)?;
+        sink.name = pname.clone();
+        import_cpu(&mut sink, &table, cpu, &pname, &mut r)?;
     }
-    r
+    sink.finish()
 }
 
 /// Split an in-memory bundle: the events table text, a NUL byte, then each
