@@ -79,6 +79,18 @@ fn forks(text: &str) -> BTreeSet<(u32, u32)> {
     lines_of(text, "sched_process_fork").iter().map(|l| (val(l, "child_pid"), val(l, "pid"))).collect()
 }
 
+/// child -> parent, from the fork lines.
+fn parents(text: &str) -> std::collections::BTreeMap<u32, u32> {
+    forks(text).into_iter().collect()
+}
+
+/// The first exec of the recording: (pid, file).
+fn first_exec(text: &str) -> (u32, String) {
+    let l = lines_of(text, "sched_process_exec")[0];
+    let file = l.split("filename=").nth(1).unwrap().split_whitespace().next().unwrap();
+    (val(l, "pid"), file.to_string())
+}
+
 /// pids that exec'd a file of this name.
 fn execs(text: &str, file: &str) -> Vec<u32> {
     lines_of(text, "sched_process_exec")
@@ -135,20 +147,28 @@ fn make_j2_recording() {
     for (child, parent) in &want {
         assert_eq!(t.processes[child].ppid, *parent);
     }
-    // make runs cc; each cc runs cc1 then as.
-    let make = execs(&text, "/usr/bin/make");
-    assert_eq!(make.len(), 1);
-    let ccs = execs(&text, "/usr/bin/cc");
+    // make runs cc; each cc runs cc1 then as. The recording is system-wide
+    // (other compilers of the machine may show up): follow make's tree. The
+    // workload is the first exec perf records.
+    let (make, file) = first_exec(&text);
+    assert_eq!(file, "/usr/bin/make");
+    let parent = parents(&text);
+    let children = |file: &str, of: &[u32]| -> Vec<u32> {
+        execs(&text, file).into_iter().filter(|p| parent.get(p).is_some_and(|pp| of.contains(pp))).collect()
+    };
+    let ccs = children("/usr/bin/cc", &[make]);
     assert_eq!(ccs.len(), 8, "7 compiles and a link");
     for cc in &ccs {
-        assert_eq!(t.processes[cc].ppid, make[0]);
+        assert_eq!(t.processes[cc].ppid, make);
         assert_eq!(t.processes[cc].comm, "cc");
     }
-    let cc1 = execs(&text, "/usr/lib/gcc/x86_64-linux-gnu/12/cc1");
-    assert_eq!(cc1.len(), 7);
-    for p in cc1.iter().chain(&execs(&text, "/usr/bin/as")) {
+    let cc1 = children("/usr/lib/gcc/x86_64-linux-gnu/12/cc1", &ccs);
+    let asm = children("/usr/bin/as", &ccs);
+    assert_eq!((cc1.len(), asm.len()), (7, 7));
+    for p in cc1.iter().chain(&asm) {
         assert!(ccs.contains(&t.processes[p].ppid), "{p}'s parent is a cc");
     }
+    let make = vec![make];
     assert_eq!(t.processes[&make[0]].comm, "make");
     let comms: BTreeSet<&str> = t.processes.values().map(|p| p.comm.as_str()).collect();
     for c in ["make", "cc", "cc1", "as", "collect2", "ld"] {
@@ -177,18 +197,19 @@ fn configure_recording() {
     assert_eq!(t.header.machine.name, "perf-configure.txt.zst");
     // Plain perf script: us timestamps.
     assert!(evs.iter().all(|e| e.ev.ts % 1000 == 0));
-    // The configure script forks each tool it runs; each cc forks cc1 and as.
-    let configure = execs(&text, "./configure");
-    assert_eq!(configure.len(), 1);
-    for tool in ["/usr/bin/sed", "/usr/bin/tr", "/usr/bin/rm", "/usr/bin/cc"] {
-        let pids = execs(&text, tool);
-        assert!(!pids.is_empty());
+    // The configure script (the first exec: the workload) forks each tool it runs.
+    let (configure, file) = first_exec(&text);
+    assert_eq!(file, "./configure");
+    let parent = parents(&text);
+    for (tool, n) in [("/usr/bin/sed", 8), ("/usr/bin/tr", 8), ("/usr/bin/rm", 4), ("/usr/bin/cc", 4)] {
+        let pids: Vec<u32> =
+            execs(&text, tool).into_iter().filter(|p| parent.get(p) == Some(&configure)).collect();
+        assert_eq!(pids.len(), n, "{tool}");
         for p in pids {
-            assert_eq!(t.processes[&p].ppid, configure[0], "{tool} {p}");
+            assert_eq!(t.processes[&p].ppid, configure, "{tool} {p}");
         }
     }
-    assert_eq!(execs(&text, "/usr/bin/sed").len(), 8);
-    assert_eq!(t.processes[&configure[0]].comm, "configure");
+    assert_eq!(t.processes[&configure].comm, "configure");
     // Exiting tasks leave the CPU dead: every switch away from a task after
     // its exit event says so.
     let exited: BTreeSet<u32> = evs.iter().filter(|e| e.ev.id == ids::EXIT).map(|e| e.ev.pid).collect();
