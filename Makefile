@@ -27,8 +27,9 @@ fuzz-short: setup
 
 demo: build
 	@mkdir -p $(DEMO_OUT)
-	$(BIN) trace info fixtures/perf-make-j2.wct
-	$(BIN) trace dump fixtures/perf-make-j2.wct --to 2ms | head -20
+	$(BIN) trace import --from perf-script fixtures/perf-make-j2.txt.zst -o $(DEMO_OUT)/perf-make-j2.wct
+	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct
+	$(BIN) trace dump $(DEMO_OUT)/perf-make-j2.wct --to 2ms | head -20
 
 bench: build
 	@scripts/bench.sh

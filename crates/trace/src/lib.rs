@@ -5,6 +5,7 @@
 pub mod error;
 pub mod event;
 pub mod format;
+pub mod import;
 pub mod meta;
 pub mod reader;
 pub mod synth;

@@ -10,6 +10,7 @@ use warmcore_trace::{Trace, Window};
 use crate::time::parse_ns;
 
 mod dump;
+mod import;
 mod info;
 mod stats;
 
@@ -63,6 +64,20 @@ pub enum TraceCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Convert another tool's trace (perf script, trace-cmd report, SchedLog dump) to .wct.
+    Import {
+        /// The tool that made the input.
+        #[arg(long, value_enum)]
+        from: import::From,
+        /// The input: a text file (zstd-compressed is fine) or a SchedLog dump directory.
+        input: PathBuf,
+        /// The .wct file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Compress the output's event chunks with zstd.
+        #[arg(long)]
+        zstd: bool,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -78,6 +93,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             Ok(())
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
+        TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
     }
 }
 
