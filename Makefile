@@ -30,6 +30,7 @@ demo: build
 	$(BIN) trace import --from perf-script fixtures/perf-make-j2.txt.zst -o $(DEMO_OUT)/perf-make-j2.wct
 	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct
 	$(BIN) trace dump $(DEMO_OUT)/perf-make-j2.wct --to 2ms | head -20
+	$(BIN) trace stats $(DEMO_OUT)/perf-make-j2.wct
 
 bench: build
 	@scripts/bench.sh
