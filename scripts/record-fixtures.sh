@@ -17,7 +17,7 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The events of issue 2's perf importer, on top of perf sched record's own
+# The events the perf importer reads, on top of perf sched record's own
 # (sched_switch, sched_stat_runtime, sched_process_fork, sched_wakeup_new,
 # sched_migrate_task, sched_waking).
 EXTRA=(-e sched:sched_process_exec -e sched:sched_process_exit -e sched:sched_wakeup
