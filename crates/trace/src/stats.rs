@@ -54,7 +54,7 @@ use crate::reader::{Trace, Window};
 pub const INTERVAL_NS: u64 = 4_000_000;
 
 /// How soon after a wakeup the waker's CPU must go idle for a frequency
-/// inversion: 1 ms (issue 2). The pattern is that of shared/seeds/000,
+/// inversion: 1 ms (the definition `trace stats` documents). The pattern is that of shared/seeds/000,
 /// sections 1 and 2: the waker blocks or exits soon after waking or forking
 /// a task that was placed on a slower, previously idle core.
 pub const INVERSION_IDLE_WINDOW_NS: u64 = 1_000_000;
@@ -112,7 +112,7 @@ pub struct Detail {
     pub overload: u64,
 }
 
-/// The result of the analysis. Its JSON form has exactly the keys of issue 2;
+/// The result of the analysis. Its JSON form has exactly the keys `trace stats --json` documents;
 /// what the trace cannot support is null.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Stats {
