@@ -10,6 +10,7 @@ use warmcore_trace::{Trace, Window};
 use crate::time::parse_ns;
 
 mod dump;
+mod export;
 mod info;
 
 #[derive(Subcommand)]
@@ -37,6 +38,24 @@ pub enum TraceCmd {
         #[arg(long)]
         absolute: bool,
     },
+    /// Write a trace (or a window of it) for other tools: a Perfetto trace
+    /// (open it in ui.perfetto.dev) and/or a parquet table, one row per event.
+    #[command(arg_required_else_help = true)]
+    Export {
+        file: PathBuf,
+        /// Write a Perfetto protobuf trace here (e.g. OUT.pftrace).
+        #[arg(long, value_name = "OUT")]
+        perfetto: Option<PathBuf>,
+        /// Write a parquet table here (e.g. OUT.parquet).
+        #[arg(long, value_name = "OUT")]
+        parquet: Option<PathBuf>,
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        #[arg(long, value_parser = parse_ns)]
+        from: Option<u64>,
+        /// End of the window (exclusive), relative to the trace's first event.
+        #[arg(long, value_parser = parse_ns)]
+        to: Option<u64>,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -44,6 +63,12 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Info { file } => info::run(&open(&file)?),
         TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
             dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
+        }
+        TraceCmd::Export { file, perfetto, parquet, from, to } => {
+            if perfetto.is_none() && parquet.is_none() {
+                anyhow::bail!("trace export: give --perfetto OUT.pftrace and/or --parquet OUT.parquet");
+            }
+            export::run(&open(&file)?, perfetto.as_deref(), parquet.as_deref(), from, to)
         }
     }
 }
