@@ -42,6 +42,7 @@ pub enum TraceCmd {
     /// (open it in ui.perfetto.dev) and/or a parquet table, one row per event.
     #[command(arg_required_else_help = true)]
     Export {
+        /// The .wct trace to export.
         file: PathBuf,
         /// Write a Perfetto protobuf trace here (e.g. OUT.pftrace).
         #[arg(long, value_name = "OUT")]

@@ -320,8 +320,8 @@ struct Exporter<'a, W: Write> {
     name: String,
     /// Each CPU's encoded FtraceEvents (bundle field 2), not yet written.
     bufs: Vec<Vec<u8>>,
-    /// Names given by EXEC events seen so far; other tasks go by the
-    /// process table's name.
+    /// Names given by EXEC events seen so far that differ from the process
+    /// table's; other tasks go by the table's name.
     renamed: HashMap<u32, String>,
     /// The task each CPU last switched to (or ticked in).
     running: Vec<u32>,
@@ -362,31 +362,30 @@ impl<W: Write> Exporter<'_, W> {
 
     /// ProcessTree packets naming every process of the process table (all
     /// of them, whatever the window: importers may not know when a process
-    /// was first and last seen).
+    /// was first and last seen), [`PROCESSES_PER_PACKET`] at a time.
     fn process_tree(&mut self, w: Window) -> Result<()> {
         let ts = w.from.max(self.t.span().map(|s| s.0).unwrap_or(0));
-        let procs: Vec<proto::process_tree::Process> = self
-            .t
-            .processes
-            .values()
-            .filter(|p| p.pid != 0)
-            .map(|p| proto::process_tree::Process {
-                pid: Some(p.pid as i32),
-                ppid: Some(p.ppid as i32),
-                cmdline: if p.comm.is_empty() { vec![] } else { vec![p.comm.clone()] },
-                cmdline_is_comm: Some(true),
-            })
-            .collect();
-        self.sum.processes = procs.len() as u64;
-        for chunk in procs.chunks(PROCESSES_PER_PACKET) {
+        let t = self.t;
+        let mut procs = t.processes.values().filter(|p| p.pid != 0).peekable();
+        while procs.peek().is_some() {
+            let chunk: Vec<proto::process_tree::Process> = procs
+                .by_ref()
+                .take(PROCESSES_PER_PACKET)
+                .map(|p| proto::process_tree::Process {
+                    pid: Some(p.pid as i32),
+                    ppid: Some(p.ppid as i32),
+                    cmdline: if p.comm.is_empty() { vec![] } else { vec![p.comm.clone()] },
+                    cmdline_is_comm: Some(true),
+                })
+                .collect();
+            self.sum.processes += chunk.len() as u64;
             let p = proto::TracePacket {
                 timestamp: Some(ts),
                 trusted_packet_sequence_id: Some(SEQUENCE_ID),
-                process_tree: Some(proto::ProcessTree { processes: chunk.to_vec() }),
+                process_tree: Some(proto::ProcessTree { processes: chunk }),
                 ftrace_events: None,
             };
-            let body = p.encode_to_vec();
-            self.packet(&[&body])?;
+            self.packet(&[&p.encode_to_vec()])?;
         }
         Ok(())
     }
@@ -492,7 +491,13 @@ impl<W: Write> Exporter<'_, W> {
                     Some(full) if full.starts_with(&short) => full.to_string(),
                     _ => short,
                 };
-                self.renamed.insert(pid, new.clone());
+                // Only names the table does not give are kept, so that this
+                // map stays small.
+                if self.t.comm(pid) == Some(new.as_str()) {
+                    self.renamed.remove(&pid);
+                } else {
+                    self.renamed.insert(pid, new.clone());
+                }
                 let rn = proto::TaskRenameFtraceEvent { pid: Some(pid as i32), oldcomm: Some(old), newcomm: Some(new) };
                 self.emit(cpu, ts, pid, Fe::TaskRename(rn))?;
             }
