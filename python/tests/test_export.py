@@ -389,6 +389,12 @@ def test_bad_input_and_outputs(traces, tmp_path):
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "checksum" in p.stderr and str(corrupt) in p.stderr
     assert not pf.exists()
+    # The trace itself as the output: refused, the trace left whole.
+    copy = tmp_path / "self.wct"
+    copy.write_bytes(data)
+    p = run("trace", "export", copy, "--parquet", copy, ok=False)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and str(copy) in p.stderr, p.stderr
+    assert copy.read_bytes() == data
     # Unwritable outputs: one line naming them.
     for flag, name in (("--perfetto", "t.pftrace"), ("--parquet", "t.parquet")):
         target = tmp_path / "no-such-dir" / name

@@ -170,9 +170,10 @@ fn every_event_with_frequency_derives_idle() {
     let (t, evs, buf, s) = export(&o, Window::ALL);
     let d = decode(&buf, o.cpus);
     let want = expected(&t, &evs, true);
-    for cpu in 0..o.cpus as usize {
-        assert_eq!(d.per_cpu[cpu].len(), want[cpu].len(), "CPU {cpu}");
-        for (i, (g, w)) in d.per_cpu[cpu].iter().zip(&want[cpu]).enumerate() {
+    assert_eq!(d.per_cpu.len(), want.len());
+    for (cpu, (got, want)) in d.per_cpu.iter().zip(&want).enumerate() {
+        assert_eq!(got.len(), want.len(), "CPU {cpu}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
             assert_eq!(g, w, "CPU {cpu}, event {i}");
         }
     }
@@ -255,4 +256,9 @@ fn unwritable_output_is_one_line_naming_it() {
     let e = perfetto::export(&t, Window::ALL, &out).unwrap_err().to_string();
     assert!(e.contains("no-such-dir/out.pftrace") && !e.contains('\n'), "{e}");
     assert!(!out.exists());
+    // Writing over the trace being read is refused, and leaves it whole.
+    let before = std::fs::read(&p).unwrap();
+    let e = perfetto::export(&t, Window::ALL, &p).unwrap_err().to_string();
+    assert!(e.contains("t.wct") && e.contains("another output"), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), before);
 }

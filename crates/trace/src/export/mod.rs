@@ -59,15 +59,28 @@ pub(crate) fn create(path: &Path) -> Result<File> {
 }
 
 /// Run `body` on a new file at `path`; if it fails, remove what was written,
-/// so that a failed export leaves no half-written file behind.
-pub(crate) fn with_output<T>(path: &Path, body: impl FnOnce(File, &str) -> Result<T>) -> Result<T> {
-    let f = create(path)?;
+/// so that a failed export leaves no half-written file behind. `input` is
+/// the trace's path: writing over the file being read is refused (the
+/// reader maps it).
+pub(crate) fn with_output<T>(input: &str, path: &Path, body: impl FnOnce(File, &str) -> Result<T>) -> Result<T> {
     let name = path.display().to_string();
+    if same_file(Path::new(input), path) {
+        return Err(TraceError::new(&name, "is the trace being exported: choose another output file"));
+    }
+    let f = create(path)?;
     let r = body(f, &name);
     if r.is_err() {
         let _ = std::fs::remove_file(path);
     }
     r
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// Per-name counts of events an exporter had no equivalent for.

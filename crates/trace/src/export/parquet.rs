@@ -64,7 +64,7 @@ pub fn schema() -> SchemaRef {
 /// Export the events of `t` in `w` to a new parquet file at `out`. On
 /// failure the partial output is removed.
 pub fn export(t: &Trace, w: Window, out: &Path) -> Result<ParquetSummary> {
-    super::with_output(out, |f: File, name| write(t, w, f, name))
+    super::with_output(t.path(), out, |f: File, name| write(t, w, f, name))
 }
 
 /// Write the events of `t` in `w` as parquet to `out`, called `name` in

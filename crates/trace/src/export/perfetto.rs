@@ -264,7 +264,7 @@ pub struct PerfettoSummary {
 /// Export the events of `t` in `w` to a new Perfetto trace at `out`. On
 /// failure the partial output is removed.
 pub fn export(t: &Trace, w: Window, out: &Path) -> Result<PerfettoSummary> {
-    super::with_output(out, |f: File, name| write(t, w, f, name))
+    super::with_output(t.path(), out, |f: File, name| write(t, w, f, name))
 }
 
 /// Write the events of `t` in `w` as a Perfetto trace to `out`, called
