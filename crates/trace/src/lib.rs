@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod format;
 pub mod import;
 pub mod meta;

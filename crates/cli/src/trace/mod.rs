@@ -11,6 +11,7 @@ use crate::time::parse_ns;
 
 mod dump;
 mod import;
+mod export;
 mod info;
 mod stats;
 
@@ -78,6 +79,25 @@ pub enum TraceCmd {
         #[arg(long)]
         zstd: bool,
     },
+    /// Write a trace (or a window of it) for other tools: a Perfetto trace
+    /// (open it in ui.perfetto.dev) and/or a parquet table, one row per event.
+    #[command(arg_required_else_help = true)]
+    Export {
+        /// The .wct trace to export.
+        file: PathBuf,
+        /// Write a Perfetto protobuf trace here (e.g. OUT.pftrace).
+        #[arg(long, value_name = "OUT")]
+        perfetto: Option<PathBuf>,
+        /// Write a parquet table here (e.g. OUT.parquet).
+        #[arg(long, value_name = "OUT")]
+        parquet: Option<PathBuf>,
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        #[arg(long, value_parser = parse_ns)]
+        from: Option<u64>,
+        /// End of the window (exclusive), relative to the trace's first event.
+        #[arg(long, value_parser = parse_ns)]
+        to: Option<u64>,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -94,6 +114,12 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
         TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
+        TraceCmd::Export { file, perfetto, parquet, from, to } => {
+            if perfetto.is_none() && parquet.is_none() {
+                anyhow::bail!("trace export: give --perfetto OUT.pftrace and/or --parquet OUT.parquet");
+            }
+            export::run(&open(&file)?, perfetto.as_deref(), parquet.as_deref(), from, to)
+        }
     }
 }
 
