@@ -338,16 +338,19 @@ static __always_inline int on_tick(void *ctx)
 	return 0;
 }
 
-/* The scheduler tick is sched_tick() since 6.10, scheduler_tick() before:
- * user space loads the one the running kernel has. */
-SEC("fentry/sched_tick")
-int BPF_PROG(wc_tick)
-{
-	return on_tick(ctx);
-}
+/*
+ * The scheduler tick, seen where it is armed: the per-CPU tick hrtimer
+ * expiring with the tick handler as its function (tick_nohz_handler since
+ * 6.9, tick_sched_timer before; user space passes its address). A
+ * tracepoint rather than fentry/sched_tick, so that it also works on kernels
+ * without ftrace.
+ */
+const volatile unsigned long long tick_fn = 0;
 
-SEC("fentry/scheduler_tick")
-int BPF_PROG(wc_tick_old)
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(wc_tick, struct hrtimer *timer, ktime_t *now)
 {
+	if ((unsigned long long)timer->function != tick_fn)
+		return 0;
 	return on_tick(ctx);
 }
