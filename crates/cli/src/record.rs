@@ -96,3 +96,31 @@ pub fn run(a: RecordArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args)]
+pub struct FtlArgs {
+    /// The CPU to load (default: the last online CPU).
+    #[arg(long)]
+    cpu: Option<u32>,
+    /// Where to draw the frequency curve.
+    #[arg(short = 'o', long = "output", default_value = "ftl.png")]
+    out: PathBuf,
+}
+
+pub fn ftl(a: FtlArgs) -> Result<()> {
+    let cpu = match a.cpu {
+        Some(c) => c,
+        None => *warmcore_record::sys::online_cpus().last().unwrap_or(&0),
+    };
+    let r = warmcore_record::ftl::run(cpu, &a.out)?;
+    let ms = |v: Option<u64>| v.map(|n| format!("{:.1} ms", n as f64 / 1e6)).unwrap_or_else(|| "not within the samples".into());
+    println!(
+        "CPU {cpu}: idle {} MHz, max {} MHz; time to reach the max: {}; to fall back: {}; curve: {}",
+        r.idle_khz / 1000,
+        r.max_khz / 1000,
+        ms(r.up_ns),
+        ms(r.down_ns),
+        a.out.display()
+    );
+    Ok(())
+}

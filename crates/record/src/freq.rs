@@ -77,13 +77,13 @@ fn nominal_khz() -> Option<u64> {
 
 /// Open the counters on each CPU, or say why not.
 pub fn open_counters(cpus: &[u32]) -> Result<Counters, String> {
-    let ref_khz = nominal_khz().ok_or("no nominal frequency in /proc/cpuinfo to scale reference cycles")?;
     let mut fds = Vec::new();
     for &c in cpus {
         let cy = open_counter(c, PERF_COUNT_HW_CPU_CYCLES).map_err(|e| format!("cycles counter on CPU {c}: {e}"))?;
         let rc = open_counter(c, PERF_COUNT_HW_REF_CPU_CYCLES).map_err(|e| format!("ref-cycles counter on CPU {c}: {e}"))?;
         fds.push((c, cy, rc));
     }
+    let ref_khz = nominal_khz().ok_or("no nominal frequency in /proc/cpuinfo to scale reference cycles")?;
     Ok(Counters { fds, ref_khz })
 }
 

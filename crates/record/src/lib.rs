@@ -13,6 +13,7 @@ pub mod bpf_skel {
 }
 
 pub mod freq;
+pub mod ftl;
 pub mod record;
 pub mod sink;
 pub mod sys;

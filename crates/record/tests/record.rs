@@ -274,3 +274,42 @@ fn full_disk_stops_with_a_complete_trace() {
     assert_eq!(n, r.events);
     assert!(n > 10_000, "{n} events");
 }
+
+#[test]
+fn tick_carries_cpufreq_readings_when_there_are_some() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // A cpufreq tree with known readings stands in for a cpufreq driver.
+    let fake = dir.path().join("cpu");
+    let ncpu = warmcore_record::sys::possible_cpus();
+    let khz = |c: u32| 1_000_000 + 111_111 * c;
+    for c in 0..ncpu {
+        let d = fake.join(format!("cpu{c}/cpufreq"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("scaling_cur_freq"), format!("{}\n", khz(c))).unwrap();
+        std::fs::write(d.join("cpuinfo_max_freq"), "3000000\n").unwrap();
+        std::fs::write(d.join("cpuinfo_min_freq"), "800000\n").unwrap();
+    }
+    std::env::set_var("WARMCORE_SYSFS_CPU", &fake);
+    let out = dir.path().join("t.wct");
+    let mut o = Options::new(&out);
+    o.events = Some(vec!["tick".into(), "ctx_switch".into()]);
+    o.command = vec![TESTLOAD.into(), "pingpong".into(), "3000".into()];
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    std::env::remove_var("WARMCORE_SYSFS_CPU");
+    let r = r.unwrap();
+    assert!(r.freq_source.contains("cpufreq"), "{}", r.freq_source);
+    let t = Trace::open(&out).unwrap();
+    assert_eq!((t.header.machine.freq_min_khz, t.header.machine.freq_max_khz), (800_000, 3_000_000));
+    let mut ticks = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap();
+        assert!(e.ev.id == ids::TICK || e.ev.id == ids::CTX_SWITCH);
+        if e.ev.id == ids::TICK {
+            assert_eq!(e.ev.a(), khz(e.cpu), "TICK on CPU {}", e.cpu);
+            ticks += 1;
+        }
+    }
+    assert!(ticks > 0);
+}
