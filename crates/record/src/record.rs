@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, PerfBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType, RingBufferBuilder};
 use warmcore_trace::{ids, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
 use crate::bpf_intf as intf;
@@ -367,6 +367,22 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let buffer_bytes = (opts.buffer_mb * 1048576.0) as u64;
     let slots = (buffer_bytes / 24).max(1);
     let tick_fn = kernel_symbol("tick_nohz_handler").or_else(|| kernel_symbol("tick_sched_timer"));
+    // One ring per CPU for streaming: a power of two of pages, 24-byte
+    // entries with an 8-byte header each.
+    let ring_bytes = ((buffer_bytes / 4096).max(1).next_power_of_two() * 4096) as u32;
+    let mk_ring = |name: &str| {
+        MapHandle::create(MapType::RingBuf, Some(name), 0, 0, ring_bytes, &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        })
+        .map_err(|e| bpf_err("creating the per-CPU buffers of", e))
+    };
+    let ring_maps: Vec<MapHandle> = if opts.flight_recorder {
+        Vec::new()
+    } else {
+        (0..ncpu).map(|c| mk_ring(&format!("wc_ring{c}"))).collect::<Result<_>>()?
+    };
+    let template = if opts.flight_recorder { None } else { Some(mk_ring("wc_ring_tmpl")?) };
     let mut open_obj = MaybeUninit::uninit();
     let mut open = BpfSkelBuilder::default().open(&mut open_obj).map_err(|e| bpf_err("opening", e))?;
     {
@@ -398,6 +414,9 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             Source::None(_) => ro.freq_src = intf::wc_freq_src_WC_FREQ_NONE,
         }
     }
+    if let Some(t) = &template {
+        open.maps.rings.set_inner_map_fd(t.as_fd()).map_err(|e| bpf_err("preparing", e))?;
+    }
     if opts.flight_recorder {
         let entries = ncpu_possible as u64 * slots;
         if entries > u32::MAX as u64 {
@@ -420,6 +439,12 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     }
     let mut skel = open.load().map_err(|e| bpf_err("loading", e))?;
 
+    for (c, h) in ring_maps.iter().enumerate() {
+        skel.maps
+            .rings
+            .update(&(c as u32).to_ne_bytes(), &h.as_fd().as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| bpf_err("passing the per-CPU buffers to", e))?;
+    }
     let tasks = sys::tasks();
     if let Some(pid) = opts.pid {
         let tgid = tasks.iter().find(|t| t.tid == pid).map(|t| t.tgid).unwrap_or(pid);
@@ -480,26 +505,18 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         streaming = Some((RefCell::new(sink), full));
     }
 
-    let perf_lost = RefCell::new(vec![0u64; ncpu]);
         let perf = match &streaming {
             Some((sink, _)) => {
-                let pages = ((buffer_bytes / 4096).max(1) as usize).next_power_of_two();
-                let pb = PerfBufferBuilder::new(&skel.maps.events)
-                    .pages(pages)
-                    .sample_cb(|cpu: i32, data: &[u8]| {
-                        let mut s = sink.borrow_mut();
-                        // Perf pads a sample to 8 bytes: take whole entries.
-                        let n = data.len() / 24 * 24;
-                        s.push_bytes(cpu as u32, &data[..n]);
+                let mut rb = RingBufferBuilder::new();
+                for (cpu, h) in ring_maps.iter().enumerate() {
+                    let cpu = cpu as u32;
+                    rb.add(h, move |data: &[u8]| {
+                        sink.borrow_mut().push_bytes(cpu, data);
+                        0
                     })
-                    .lost_cb(|cpu: i32, n: u64| {
-                        if let Some(l) = perf_lost.borrow_mut().get_mut(cpu as usize) {
-                            *l += n;
-                        }
-                    })
-                    .build()
                     .map_err(|e| bpf_err("opening the per-CPU buffers of", e))?;
-                Some(pb)
+                }
+                Some(rb.build().map_err(|e| bpf_err("opening the per-CPU buffers of", e))?)
             }
             None => None,
         };
@@ -603,8 +620,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 if let Some(e) = sink.error.take() {
                     bail!("{e}");
                 }
-                let pl = perf_lost.into_inner();
-                let lost: Vec<u64> = (0..ncpu).map(|c| dropped[c].max(pl[c])).collect();
+                let lost: Vec<u64> = dropped[..ncpu].to_vec();
                 for (c, &n) in lost.iter().enumerate() {
                     sink.writer.add_lost(c as u32, n);
                 }

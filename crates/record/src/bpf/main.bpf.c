@@ -5,9 +5,10 @@
  * (timestamp, pid, id, 8-byte argument) stored in a buffer private to the CPU
  * it happens on:
  *
- * - streaming: a BPF_MAP_TYPE_PERF_EVENT_ARRAY, i.e. one perf ring per CPU,
- *   drained by user space; an entry that finds its CPU's ring full is counted
- *   in dropped[cpu], never lost silently;
+ * - streaming: one BPF ring buffer per CPU (`rings`, an array of maps that
+ *   user space fills), written without wake-ups and drained by user space on
+ *   a fixed period; an entry that finds its CPU's ring full is counted in
+ *   dropped[cpu], never lost silently;
  * - flight recorder: one array per CPU used as a ring (a slice of `ring`),
  *   whose oldest entries are overwritten; heads[cpu] counts every entry ever
  *   written, so user space knows how many were overwritten.
@@ -41,11 +42,18 @@ unsigned long long heads[WC_MAX_CPUS];
 /* Entries that could not be stored (ring full, or paused for a dump). */
 unsigned long long dropped[WC_MAX_CPUS];
 
+/* The template of the per-CPU rings; user space sets the real size. */
+struct wc_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, sizeof(u32));
-} events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__array(values, struct wc_ring);
+} rings SEC(".maps");
 
 /* Flight recorder storage: CPU c owns [c * flight_slots, (c+1) * flight_slots). */
 struct {
@@ -153,8 +161,11 @@ static __always_inline void emit(void *ctx, u32 cpu, struct wc_event *ev, u32 n)
 		}
 		return;
 	}
-	if (bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, ev,
-				  n * sizeof(struct wc_event)))
+	/* No wake-up: user space drains on its own period, so that recording
+	 * an event never costs an interrupt. */
+	u32 key = cpu; /* cpu itself stays in a register, bounded */
+	void *rb = bpf_map_lookup_elem(&rings, &key);
+	if (!rb || bpf_ringbuf_output(rb, ev, n * sizeof(struct wc_event), BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&dropped[cpu], n);
 }
 
