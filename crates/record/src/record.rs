@@ -174,10 +174,33 @@ fn bpf_err(what: &str, e: libbpf_rs::Error) -> anyhow::Error {
     }
 }
 
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
+fn is_cgroup2(p: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: statfs fills the struct we pass for a NUL-terminated path.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == CGROUP2_SUPER_MAGIC
+    }
+}
+
+/// The id of a cgroup v2 given by path: absolute, or relative to the v2
+/// hierarchy's root (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid
+/// systems).
 fn cgroup_id(p: &Path) -> Result<u64> {
-    let path = if p.is_absolute() { p.to_path_buf() } else { Path::new("/sys/fs/cgroup").join(p) };
+    let path = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        let root = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .map(Path::new)
+            .find(|r| is_cgroup2(r))
+            .ok_or_else(|| anyhow!("no cgroup {}: no cgroup v2 hierarchy is mounted", p.display()))?;
+        root.join(p)
+    };
     let md = std::fs::metadata(&path).map_err(|e| anyhow!("no cgroup {}: {e}", path.display()))?;
-    if !md.is_dir() || !path.join("cgroup.procs").exists() {
+    if !md.is_dir() || !is_cgroup2(&path) {
         bail!("no cgroup {}: not a cgroup v2 directory", path.display());
     }
     // On cgroup v2 a cgroup's id is its directory's inode number.
@@ -299,7 +322,7 @@ fn dump_flight(
         for (c, &n) in lost.iter().enumerate() {
             sink.writer.add_lost(c as u32, n);
         }
-        sink.complete_names(sys::mono_ns());
+        sink.complete_names();
         let clamped = sink.clamped;
         let events = sink.writer.finish()?;
         Ok((events, lost, clamped))
@@ -609,8 +632,9 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 .collect()
         });
         drop(signals);
+        let mut reason = reason;
         let (events, lost, clamped, bytes_recorded) = match streaming {
-            Some((sink, _)) => {
+            Some((sink, full)) => {
                 let mut sink = sink.into_inner();
                 let (_, dropped) = read_heads(&loaded.skel, ncpu);
                 for &(cpu, ev) in &end {
@@ -624,10 +648,14 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 for (c, &n) in lost.iter().enumerate() {
                     sink.writer.add_lost(c as u32, n);
                 }
-                sink.complete_names(sys::mono_ns());
+                sink.complete_names();
                 let bytes = sink.bytes_in;
                 let clamped = sink.clamped;
                 let events = sink.writer.finish().map_err(|e| anyhow!("{e}"))?;
+                // The disk may have filled while the last events were written.
+                if full.load(Ordering::SeqCst) {
+                    reason = StopReason::DiskFull;
+                }
                 (events, lost, clamped, bytes)
             }
             None => {

@@ -89,8 +89,10 @@ pub struct Sink<W: Write> {
     pub clamped: u64,
     pub bytes_in: u64,
     pub error: Option<warmcore_trace::TraceError>,
-    /// Task names as known so far, for the process table.
-    pub comms: HashMap<u32, String>,
+    /// Task names as known so far with the time each was given, for the
+    /// process table (CPUs are drained independently, so a child's EXEC can
+    /// reach us before its FORK).
+    pub comms: HashMap<u32, (String, u64)>,
 }
 
 impl<W: Write> Sink<W> {
@@ -137,12 +139,13 @@ impl<W: Write> Sink<W> {
         }
         self.last_ts[c] = e.ts;
         if e.id == ids::FORK {
-            // A child starts with its parent's name.
-            let name = self.comms.get(&e.a()).cloned().unwrap_or_default();
-            self.writer.note_process(e.pid, e.a(), &name, e.ts);
-            self.comms.insert(e.pid, name);
-        } else if e.id == ids::EXEC {
-            self.comms.insert(e.pid, e.comm());
+            // A child starts with its parent's name, unless it has exec'd since.
+            let name = self.comms.get(&e.a()).map(|c| c.0.clone()).unwrap_or_default();
+            if self.comms.get(&e.pid).is_none_or(|c| c.1 <= e.ts) {
+                self.comms.insert(e.pid, (name, e.ts));
+            }
+        } else if e.id == ids::EXEC && self.comms.get(&e.pid).is_none_or(|c| c.1 <= e.ts) {
+            self.comms.insert(e.pid, (e.comm(), e.ts));
         }
         if self.error.is_none() {
             if let Err(err) = self.writer.push(c as u32, e) {
@@ -154,19 +157,25 @@ impl<W: Write> Sink<W> {
     /// Name the tasks alive at the start.
     pub fn note_task(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
         self.writer.note_process(pid, ppid, comm, ts);
-        self.comms.insert(pid, comm.to_string());
+        self.comms.insert(pid, (comm.to_string(), ts));
     }
 
-    /// EXEC carries 8 bytes of a name: take the full one of tasks still alive.
-    pub fn complete_names(&mut self, ts: u64) {
-        for (&pid, c) in &self.comms {
+    /// Give every task its latest name (the writer keeps the last one it was
+    /// told); EXEC carries 8 bytes of a name: take the full one of tasks
+    /// still alive.
+    pub fn complete_names(&mut self) {
+        for (&pid, (c, ts)) in &self.comms {
+            let mut name = c.clone();
             if c.len() == 8 {
                 if let Ok(full) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
                     let full = full.trim();
                     if full.len() > 8 && full.starts_with(c.as_str()) {
-                        self.writer.note_comm(pid, full, ts);
+                        name = full.to_string();
                     }
                 }
+            }
+            if !name.is_empty() {
+                self.writer.note_comm(pid, &name, *ts);
             }
         }
     }

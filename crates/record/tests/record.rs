@@ -263,7 +263,7 @@ fn full_disk_stops_with_a_complete_trace() {
     }
     let out = mnt.join("d.wct");
     let mut o = Options::new(&out);
-    o.command = vec![TESTLOAD.into(), "pingpong".into(), "30000".into()];
+    o.command = vec![TESTLOAD.into(), "pingpong".into(), "60000".into()];
     let r = record(&o, &mut |l| eprintln!("{l}"));
     let t = Trace::open(&out).map(|t| (t.incomplete.clone(), t.event_count()));
     let _ = std::process::Command::new("umount").arg(&mnt).status();
@@ -312,4 +312,101 @@ fn tick_carries_cpufreq_readings_when_there_are_some() {
         }
     }
     assert!(ticks > 0);
+}
+
+/// Whether an event is about one of `set`: its task, or the task switched to.
+fn about(e: &warmcore_trace::Event, set: &[u32]) -> bool {
+    set.contains(&e.pid) || (e.id == ids::CTX_SWITCH && set.contains(&e.a()))
+}
+
+#[test]
+fn pid_filter_keeps_the_process_and_its_children() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let pp = dir.path().join("pp");
+    let mut load = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("exec {TESTLOAD} pingpong 400000 > {}", pp.display())])
+        .spawn()
+        .unwrap();
+    let ping = load.id();
+    // The pong child exists before the recording starts.
+    while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pong: u32 = keys(&pp)["pong"].parse().unwrap();
+    let out = dir.path().join("p.wct");
+    let mut o = Options::new(&out);
+    o.pid = Some(ping);
+    o.duration = Some(Duration::from_millis(400));
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    load.kill().ok();
+    load.wait().ok();
+    // SAFETY: ends the workload's child, which this test started.
+    unsafe { libc::kill(pong as i32, libc::SIGKILL) };
+    let r = r.unwrap();
+    assert_eq!(r.reason, StopReason::Duration);
+    let t = Trace::open(&out).unwrap();
+    let mut n = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap().ev;
+        assert!(about(&e, &[ping, pong]), "event about neither {ping} nor {pong}: {e:?}");
+        n += 1;
+    }
+    assert!(n > 100, "{n} events");
+}
+
+#[test]
+fn cgroup_filter_keeps_the_cgroup_only() {
+    need_bpf!();
+    let is_v2 = |p: &Path| {
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: statfs fills the struct we pass.
+        unsafe {
+            let mut st: libc::statfs = std::mem::zeroed();
+            libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x6367_7270
+        }
+    };
+    let Some(root) = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(PathBuf::from).find(|r| is_v2(r)) else {
+        eprintln!("SKIPPED: no cgroup v2 hierarchy mounted");
+        return;
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cg = root.join(format!("warmcore-test-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        eprintln!("SKIPPED: cannot create a cgroup under {}", root.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pp = dir.path().join("pp");
+    // The shell joins the cgroup before it becomes the workload.
+    let mut load = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 400000 > {}", cg.display(), pp.display())])
+        .spawn()
+        .unwrap();
+    while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let k = keys(&pp);
+    let pair: [u32; 2] = [k["ping"].parse().unwrap(), k["pong"].parse().unwrap()];
+    let out = dir.path().join("c.wct");
+    let mut o = Options::new(&out);
+    o.cgroup = Some(cg.clone());
+    o.duration = Some(Duration::from_millis(400));
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    load.kill().ok();
+    load.wait().ok();
+    // SAFETY: ends the workload's child, which this test started.
+    unsafe { libc::kill(pair[1] as i32, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(50));
+    let _ = std::fs::remove_dir(&cg);
+    r.unwrap();
+    let t = Trace::open(&out).unwrap();
+    let mut n = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap().ev;
+        assert!(about(&e, &pair), "event outside the cgroup: {e:?}");
+        n += 1;
+    }
+    assert!(n > 100, "{n} events");
 }

@@ -67,6 +67,9 @@ fn pingpong(m: u32) {
     }
     unsafe {
         if pid == 0 {
+            // Only our ends stay open, so that either side's death ends the other.
+            libc::close(a[1]);
+            libc::close(b[0]);
             for _ in 0..m {
                 if libc::read(a[0], byte.as_mut_ptr().cast(), 1) != 1 || libc::write(b[1], byte.as_ptr().cast(), 1) != 1 {
                     libc::_exit(1);
@@ -74,6 +77,8 @@ fn pingpong(m: u32) {
             }
             libc::_exit(0);
         }
+        libc::close(a[0]);
+        libc::close(b[1]);
         println!("ping {}", std::process::id());
         println!("pong {pid}");
         for _ in 0..m {

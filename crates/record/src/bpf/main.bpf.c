@@ -183,7 +183,10 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev, struct task_stru
 	     unsigned int prev_state)
 {
 	u32 cpu = bpf_get_smp_processor_id();
-	if (!cpu_ok(cpu) || !(task_ok(prev) || task_ok(next)))
+	if (!cpu_ok(cpu))
+		return 0;
+	bool prev_ok = task_ok(prev);
+	if (!prev_ok && !task_ok(next))
 		return 0;
 	u32 ps = WC_PS_RUNNABLE;
 	if (!preempt && prev_state != TASK_RUNNING_STATE) {
@@ -199,7 +202,9 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev, struct task_stru
 	u64 ts = bpf_ktime_get_ns();
 	u32 prev_pid = prev->pid;
 	/* SchedLog's BLOCK / BLOCK_IO, just before the switch they cause. */
-	if (ps == WC_PS_BLOCKED && wanted(WC_BLOCK)) {
+	if (!prev_ok) {
+		/* Only the next task is followed: the switch, not the block. */
+	} else if (ps == WC_PS_BLOCKED && wanted(WC_BLOCK)) {
 		ev[0] = (struct wc_event){ .ts = ts, .pid = prev_pid, .id = WC_BLOCK, .arg = 0 };
 		n = 1;
 	} else if (ps == WC_PS_BLOCKED_IO && wanted(WC_BLOCK_IO)) {
