@@ -666,7 +666,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             }
         };
         let file_bytes = std::fs::metadata(&opts.out).map(|m| m.len()).unwrap_or(0);
-        return Ok(Report {
+        Ok(Report {
             out: opts.out.clone(),
             events,
             bytes_recorded,
@@ -679,7 +679,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             energy,
             snapshots,
             clamped,
-        });
+        })
     }
 }
 

@@ -48,7 +48,8 @@ pub fn check_privileges() -> Result<()> {
         .map(|(_, n)| *n)
         .collect();
     bail!(
-        "missing capability {} (or CAP_SYS_ADMIN) to load BPF programs: run as root",
+        "missing {} {} (or CAP_SYS_ADMIN) to load BPF programs: run as root",
+        if missing.len() > 1 { "capabilities" } else { "capability" },
         missing.join(" and ")
     )
 }
