@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # make demo: set up, build, run the main job.  make test: set up, build, test.
 SHELL := /bin/bash
+# The BPF parts (crates/record): the clang that compiles BPF, and where the
+# static libelf/zlib/zstd that libbpf links against live.
+export BPF_CLANG ?= clang-19
+export LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
 CARGO ?= cargo
 BIN := target/release/warmcore
 PY := .venv/bin/python

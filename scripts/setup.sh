@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
+# warmcore record (BPF): clang-19 compiles the BPF side; libbpf links
+# statically against libelf, zlib and zstd.
+APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod record;
 mod time;
 mod trace;
 
@@ -18,12 +19,18 @@ enum Cmd {
     /// Read, analyse, import and export .wct traces.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// Record the scheduler's events with eBPF into a .wct trace (needs root).
+    Record(record::RecordArgs),
+    /// Measure how fast a CPU's frequency ramps up under load and falls back (needs frequency readings).
+    Ftl(record::FtlArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
+        Cmd::Record(a) => record::run(a),
+        Cmd::Ftl(a) => record::ftl(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

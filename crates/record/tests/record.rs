@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The recorder on the machine itself: these tests load BPF programs, so they
+//! need root (CAP_BPF, CAP_PERFMON) and a kernel with BTF. Where either is
+//! missing they say why and skip; on the project's machines (root, 6.x kernel
+//! with BTF) they run.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use warmcore_record::{record, Options, StopReason};
+use warmcore_trace::event::prev_state;
+use warmcore_trace::{ids, Trace, Window};
+
+/// One recording at a time: they trace the whole machine and share signals.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const TESTLOAD: &str = env!("CARGO_BIN_EXE_warmcore-testload");
+
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: loading BPF programs needs CAP_BPF and CAP_PERFMON".into());
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some("the kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
+    }
+    None
+}
+
+macro_rules! need_bpf {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+}
+
+/// `key value` lines printed by the test workload.
+fn keys(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn sh(script: String) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), script]
+}
+
+fn check_cpu_order(t: &Trace) {
+    for cpu in 0..t.nr_cpus() {
+        let mut last = 0;
+        for e in t.cpu_events(cpu, Window::ALL) {
+            let e = e.unwrap();
+            assert!(e.ts >= last, "CPU {cpu}: event at {} after one at {last}", e.ts);
+            last = e.ts;
+        }
+    }
+}
+
+#[test]
+fn known_workload_counts_links_and_order() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w.wct");
+    let (f1, f2) = (dir.path().join("forks"), dir.path().join("pp"));
+    let (n, m) = (25u32, 400u32);
+    let mut o = Options::new(&out);
+    o.command = sh(format!("{TESTLOAD} forks {n} > {}; {TESTLOAD} pingpong {m} > {}", f1.display(), f2.display()));
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    assert_eq!(r.reason, StopReason::CommandExited);
+    assert!(r.command_status.unwrap().success());
+    assert_eq!(r.lost.iter().sum::<u64>(), 0, "lost events: {:?}", r.lost);
+
+    let t = Trace::open(&out).unwrap();
+    assert!(t.incomplete.is_none(), "{:?}", t.incomplete);
+    assert_eq!(t.event_count(), r.events);
+    check_cpu_order(&t);
+    let evs: Vec<_> = t.events(None, Window::ALL).map(|e| e.unwrap()).collect();
+
+    // N forks: each child forked by the parent, woken new, exec'd, exited.
+    let k = keys(&f1);
+    let parent: u32 = k["parent"].parse().unwrap();
+    let children: HashSet<u32> = k["children"].split(',').map(|c| c.parse().unwrap()).collect();
+    assert_eq!(children.len(), n as usize);
+    let forked: HashSet<u32> =
+        evs.iter().filter(|e| e.ev.id == ids::FORK && e.ev.a() == parent).map(|e| e.ev.pid).collect();
+    assert_eq!(forked, children, "FORK events with parent {parent}");
+    let count = |id: u32, pred: &dyn Fn(&warmcore_trace::Event) -> bool| {
+        evs.iter().filter(|e| e.ev.id == id && children.contains(&e.ev.pid) && pred(&e.ev)).count()
+    };
+    assert_eq!(count(ids::WAKEUP_NEW, &|e| e.b() == parent), n as usize);
+    assert_eq!(count(ids::EXEC, &|e| e.comm() == "true"), n as usize);
+    assert_eq!(count(ids::EXIT, &|_| true), n as usize);
+    for c in &children {
+        let p = &t.processes()[c];
+        assert_eq!(p.ppid, parent, "process table: parent of {c}");
+        assert_eq!(p.comm, "true");
+    }
+    // The parent waited for each child.
+    let waits = evs.iter().filter(|e| e.ev.id == ids::WAIT_PID && e.ev.pid == parent).count();
+    assert!(waits >= n as usize, "{waits} WAIT_PID by the parent");
+
+    // M pipe round trips, both ends on CPU 0: at least one of them blocks per
+    // round trip, and every block ends with a wake-up before it runs again.
+    let k = keys(&f2);
+    let (ping, pong): (u32, u32) = (k["ping"].parse().unwrap(), k["pong"].parse().unwrap());
+    assert_eq!(k["rounds"], m.to_string());
+    assert!(evs.iter().any(|e| e.ev.id == ids::FORK && e.ev.pid == pong && e.ev.a() == ping));
+    assert_eq!(t.processes()[&pong].ppid, ping);
+    let pair = [ping, pong];
+    let wakeups = evs.iter().filter(|e| e.ev.id == ids::WAKEUP && pair.contains(&e.ev.pid)).count();
+    let blocks = evs
+        .iter()
+        .filter(|e| e.ev.id == ids::CTX_SWITCH && pair.contains(&e.ev.pid) && e.ev.b() == prev_state::BLOCKED)
+        .count();
+    assert!(blocks + 1 >= m as usize, "{blocks} blocks for {m} round trips");
+    assert!(wakeups + 1 >= blocks && wakeups <= 2 * m as usize + 10, "{wakeups} wake-ups, {blocks} blocks");
+    let mut asleep: HashMap<u32, bool> = HashMap::new();
+    for e in &evs {
+        let ev = e.ev;
+        match ev.id {
+            ids::CTX_SWITCH if pair.contains(&ev.pid) => {
+                asleep.insert(ev.pid, ev.b() == prev_state::BLOCKED || ev.b() == prev_state::BLOCKED_IO);
+            }
+            ids::WAKEUP if pair.contains(&ev.pid) => {
+                asleep.insert(ev.pid, false);
+            }
+            _ => {}
+        }
+        if ev.id == ids::CTX_SWITCH && pair.contains(&ev.a()) {
+            assert!(!asleep.get(&ev.a()).copied().unwrap_or(false), "{} ran again without a wake-up at {}", ev.a(), ev.ts);
+        }
+    }
+    // Switches on CPU 0 name both ends.
+    let on0: HashSet<u32> =
+        t.cpu_events(0, Window::ALL).map(|e| e.unwrap()).filter(|e| e.id == ids::CTX_SWITCH).map(|e| e.pid).collect();
+    assert!(on0.contains(&ping) && on0.contains(&pong));
+}
+
+#[test]
+fn flight_recorder_overwrites_and_counts() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.wct");
+    let pp = dir.path().join("pp");
+    let mut o = Options::new(&out);
+    o.flight_recorder = true;
+    o.buffer_mb = 0.002; // 87 entries a CPU
+    let slots = (0.002f64 * 1048576.0) as u64 / 24;
+    o.command = sh(format!("{TESTLOAD} pingpong 3000 > {}; sleep 1.5", pp.display()));
+    let dump = o.dump_now.clone();
+    let marker = pp.clone();
+    // Ask for a snapshot (SIGUSR1's job) once the workload has run.
+    let asker = std::thread::spawn(move || {
+        for _ in 0..600 {
+            if std::fs::read_to_string(&marker).is_ok_and(|s| s.contains("rounds")) {
+                dump.store(true, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    asker.join().unwrap();
+    assert_eq!(r.reason, StopReason::CommandExited);
+    let t = Trace::open(&out).unwrap();
+    assert!(t.incomplete.is_none());
+    check_cpu_order(&t);
+    let counts = t.cpu_event_counts();
+    // Each CPU keeps at most its ring's worth; CPU 0 (the ping-pong's) filled
+    // its ring many times over and counted what it overwrote.
+    for (c, &n) in counts.iter().enumerate() {
+        assert!(n <= slots, "CPU {c} kept {n} events, ring of {slots}");
+    }
+    assert_eq!(counts[0], slots);
+    assert!(t.lost[0] > 10 * slots, "CPU 0 lost {}", t.lost[0]);
+    assert_eq!(t.lost, r.lost);
+    // What is kept is the newest: nothing from before the ping-pong's fork.
+    let pong: u32 = keys(&pp)["pong"].parse().unwrap();
+    assert!(!t.events(None, Window::ALL).any(|e| {
+        let e = e.unwrap().ev;
+        e.id == ids::FORK && e.pid == pong
+    }));
+    // The snapshot is a trace of its own.
+    assert_eq!(r.snapshots.len(), 1, "snapshots: {:?}", r.snapshots);
+    let s = Trace::open(&r.snapshots[0]).unwrap();
+    assert!(s.incomplete.is_none());
+    assert!(s.event_count() > 0 && s.lost[0] > 0);
+}
+
+#[test]
+fn interrupt_midway_leaves_a_complete_trace() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("i.wct");
+    let o = Options::new(&out);
+    let watch = out.clone();
+    // A workload that is still running when SIGINT arrives.
+    let load = std::thread::spawn(|| {
+        std::process::Command::new(TESTLOAD).args(["pingpong", "20000"]).output().unwrap()
+    });
+    let interrupter = std::thread::spawn(move || {
+        // The handler is in place once the output file exists.
+        while !watch.exists() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: sends SIGINT to this process, whose handler record() set.
+        unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+    });
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    interrupter.join().unwrap();
+    assert_eq!(r.reason, StopReason::Interrupted);
+    let t = Trace::open(&out).unwrap();
+    assert!(t.incomplete.is_none(), "{:?}", t.incomplete);
+    assert_eq!(t.event_count(), r.events);
+    assert!(r.events > 100, "{} events", r.events);
+    check_cpu_order(&t);
+    assert!(load.join().unwrap().status.success());
+}
+
+#[test]
+fn bad_input_is_named() {
+    need_bpf!();
+    let dir = tempfile::tempdir().unwrap();
+    let err = |f: &dyn Fn(&mut Options)| {
+        let mut o = Options::new(dir.path().join("x.wct"));
+        f(&mut o);
+        record(&o, &mut |_| {}).unwrap_err().to_string()
+    };
+    assert!(err(&|o| o.cpus = Some(vec![0, 4095])).contains("no CPU 4095"));
+    assert!(err(&|o| o.pid = Some(999_999_999)).contains("no process with pid 999999999"));
+    assert!(err(&|o| o.events = Some(vec!["wakeup".into(), "sched_bogus".into()])).contains("unknown event \"sched_bogus\""));
+    assert!(err(&|o| o.cgroup = Some(PathBuf::from("no/such/group"))).contains("no cgroup"));
+    assert!(!dir.path().join("x.wct").exists());
+}
+
+#[test]
+fn full_disk_stops_with_a_complete_trace() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    // The reserve (16 MiB) plus about 1 MiB for events.
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=17m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    if !st.success() {
+        eprintln!("SKIPPED: cannot mount a small tmpfs to fill");
+        return;
+    }
+    let out = mnt.join("d.wct");
+    let mut o = Options::new(&out);
+    o.command = vec![TESTLOAD.into(), "pingpong".into(), "60000".into()];
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    let t = Trace::open(&out).map(|t| (t.incomplete.clone(), t.event_count()));
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    let r = r.unwrap();
+    assert_eq!(r.reason, StopReason::DiskFull);
+    let (incomplete, n) = t.unwrap();
+    assert!(incomplete.is_none(), "{incomplete:?}");
+    assert_eq!(n, r.events);
+    assert!(n > 10_000, "{n} events");
+}
+
+#[test]
+fn tick_carries_cpufreq_readings_when_there_are_some() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // A cpufreq tree with known readings stands in for a cpufreq driver.
+    let fake = dir.path().join("cpu");
+    let ncpu = warmcore_record::sys::possible_cpus();
+    let khz = |c: u32| 1_000_000 + 111_111 * c;
+    for c in 0..ncpu {
+        let d = fake.join(format!("cpu{c}/cpufreq"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("scaling_cur_freq"), format!("{}\n", khz(c))).unwrap();
+        std::fs::write(d.join("cpuinfo_max_freq"), "3000000\n").unwrap();
+        std::fs::write(d.join("cpuinfo_min_freq"), "800000\n").unwrap();
+    }
+    std::env::set_var("WARMCORE_SYSFS_CPU", &fake);
+    let out = dir.path().join("t.wct");
+    let mut o = Options::new(&out);
+    o.events = Some(vec!["tick".into(), "ctx_switch".into()]);
+    o.command = vec![TESTLOAD.into(), "pingpong".into(), "3000".into()];
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    std::env::remove_var("WARMCORE_SYSFS_CPU");
+    let r = r.unwrap();
+    assert!(r.freq_source.contains("cpufreq"), "{}", r.freq_source);
+    let t = Trace::open(&out).unwrap();
+    assert_eq!((t.header.machine.freq_min_khz, t.header.machine.freq_max_khz), (800_000, 3_000_000));
+    let mut ticks = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap();
+        assert!(e.ev.id == ids::TICK || e.ev.id == ids::CTX_SWITCH);
+        if e.ev.id == ids::TICK {
+            assert_eq!(e.ev.a(), khz(e.cpu), "TICK on CPU {}", e.cpu);
+            ticks += 1;
+        }
+    }
+    assert!(ticks > 0);
+}
+
+/// Whether an event is about one of `set`: its task, or the task switched to.
+fn about(e: &warmcore_trace::Event, set: &[u32]) -> bool {
+    set.contains(&e.pid) || (e.id == ids::CTX_SWITCH && set.contains(&e.a()))
+}
+
+#[test]
+fn pid_filter_keeps_the_process_and_its_children() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let pp = dir.path().join("pp");
+    let mut load = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("exec {TESTLOAD} pingpong 400000 > {}", pp.display())])
+        .spawn()
+        .unwrap();
+    let ping = load.id();
+    // The pong child exists before the recording starts.
+    while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pong: u32 = keys(&pp)["pong"].parse().unwrap();
+    let out = dir.path().join("p.wct");
+    let mut o = Options::new(&out);
+    o.pid = Some(ping);
+    o.duration = Some(Duration::from_millis(400));
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    load.kill().ok();
+    load.wait().ok();
+    // SAFETY: ends the workload's child, which this test started.
+    unsafe { libc::kill(pong as i32, libc::SIGKILL) };
+    let r = r.unwrap();
+    assert_eq!(r.reason, StopReason::Duration);
+    let t = Trace::open(&out).unwrap();
+    let mut n = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap().ev;
+        assert!(about(&e, &[ping, pong]), "event about neither {ping} nor {pong}: {e:?}");
+        n += 1;
+    }
+    assert!(n > 100, "{n} events");
+}
+
+#[test]
+fn cgroup_filter_keeps_the_cgroup_only() {
+    need_bpf!();
+    let is_v2 = |p: &Path| {
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: statfs fills the struct we pass.
+        unsafe {
+            let mut st: libc::statfs = std::mem::zeroed();
+            libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x6367_7270
+        }
+    };
+    let Some(root) = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(PathBuf::from).find(|r| is_v2(r)) else {
+        eprintln!("SKIPPED: no cgroup v2 hierarchy mounted");
+        return;
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cg = root.join(format!("warmcore-test-{}", std::process::id()));
+    if std::fs::create_dir(&cg).is_err() {
+        eprintln!("SKIPPED: cannot create a cgroup under {}", root.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pp = dir.path().join("pp");
+    // The shell joins the cgroup before it becomes the workload.
+    let mut load = std::process::Command::new("/bin/sh")
+        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 400000 > {}", cg.display(), pp.display())])
+        .spawn()
+        .unwrap();
+    while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let k = keys(&pp);
+    let pair: [u32; 2] = [k["ping"].parse().unwrap(), k["pong"].parse().unwrap()];
+    let out = dir.path().join("c.wct");
+    let mut o = Options::new(&out);
+    o.cgroup = Some(cg.clone());
+    o.duration = Some(Duration::from_millis(400));
+    let r = record(&o, &mut |l| eprintln!("{l}"));
+    load.kill().ok();
+    load.wait().ok();
+    // SAFETY: ends the workload's child, which this test started.
+    unsafe { libc::kill(pair[1] as i32, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(50));
+    let _ = std::fs::remove_dir(&cg);
+    r.unwrap();
+    let t = Trace::open(&out).unwrap();
+    let mut n = 0;
+    for e in t.events(None, Window::ALL) {
+        let e = e.unwrap().ev;
+        assert!(about(&e, &pair), "event outside the cgroup: {e:?}");
+        n += 1;
+    }
+    assert!(n > 100, "{n} events");
+}

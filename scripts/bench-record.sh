@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Overhead of `warmcore record` against no tracing and `perf sched record`,
+# on three workloads: a hackbench-like pipe workload (perf bench sched
+# messaging -p), a fork/exec/wait loop and `make -j2` of a small C project.
+# Each workload times itself inside the traced command, so tracer start-up
+# and write-out are not counted. Rounds are interleaved (untraced, warmcore,
+# perf, untraced, ...) and medians compared. Then, for one run of each
+# workload traced by both tools at once (perf with CLOCK_MONOTONIC, the BPF
+# clock), the events of each kind that both record inside perf's time window
+# are counted and compared (target: within 1 %).
+#
+# A benchmark, not a test: it prints numbers and checks, and exits 0 unless
+# it could not run. Needs root (BPF) and perf.  ROUNDS=N sets the rounds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-5}
+BIN=target/release/warmcore
+LOAD=target/release/warmcore-testload
+
+if [ "$(id -u)" != 0 ]; then
+    echo "bench-record: skipped: loading BPF programs needs root (CAP_BPF, CAP_PERFMON)"
+    exit 0
+fi
+for t in perf make cc; do
+    command -v "$t" >/dev/null || { echo "bench-record: skipped: $t not found (scripts/setup.sh installs linux-perf)"; exit 0; }
+done
+[ -x "$BIN" ] && [ -x "$LOAD" ] || { echo "bench-record: build first (make build)"; exit 1; }
+
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+# A small C project: 24 units of a few functions each, and a program.
+mkdir -p "$OUT/proj"
+for i in $(seq 1 24); do
+    {
+        echo "#include <stdint.h>"
+        for j in $(seq 1 12); do
+            echo "uint64_t f${i}_$j(uint64_t x) { for (int k = 0; k < $((j * 7)); k++) x = x * 6364136223846793005ULL + $i$j; return x ^ (x >> 17); }"
+        done
+        echo "uint64_t unit$i(uint64_t x) { return f${i}_1(x)$(for j in $(seq 2 12); do printf ' + f%s_%s(x)' "$i" "$j"; done); }"
+    } >"$OUT/proj/u$i.c"
+done
+{
+    echo "#include <stdint.h>"
+    echo "#include <stdio.h>"
+    for i in $(seq 1 24); do echo "uint64_t unit$i(uint64_t);"; done
+    echo "int main(void) { uint64_t s = 0;$(for i in $(seq 1 24); do printf ' s += unit%s(s);' "$i"; done) printf(\"%llu\\n\", (unsigned long long)s); return 0; }"
+} >"$OUT/proj/main.c"
+cat >"$OUT/proj/Makefile" <<'EOF'
+SRCS := $(wildcard *.c)
+OBJS := $(SRCS:.c=.o)
+all: prog
+prog: $(OBJS)
+	$(CC) -o $@ $(OBJS)
+%.o: %.c
+	$(CC) -O2 -c -o $@ $<
+clean:
+	rm -f $(OBJS) prog
+EOF
+
+declare -A WL
+WL[hackbench]="perf bench sched messaging -p -g 4 -l 400"
+WL[forkexec]="$LOAD forks 1500"
+WL[make-j2]="make -s -C $OUT/proj clean && make -s -j2 -C $OUT/proj"
+ORDER=(hackbench forkexec make-j2)
+
+# The workload, timing itself into $OUT/t (seconds).
+timed() { echo "TIMEFORMAT=%R; { time ( { $1; } >/dev/null 2>&1 ); } 2>$OUT/t"; }
+
+run() { # mode workload -> seconds on stdout
+    local mode=$1 w=$2 cmd
+    cmd=$(timed "${WL[$w]}")
+    case $mode in
+        none) bash -c "$cmd" ;;
+        warmcore) "$BIN" record -o "$OUT/w.wct" -- bash -c "$cmd" 2>"$OUT/wlog" ;;
+        perf) perf sched record -o "$OUT/p.data" -- bash -c "$cmd" >/dev/null 2>"$OUT/plog" ;;
+    esac
+    cat "$OUT/t"
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "bench-record: $(nproc) CPUs, kernel $(uname -r), $ROUNDS interleaved rounds, medians of the workload's own time"
+printf '%-10s %9s %9s %9s %9s %9s %10s %11s %8s %11s %9s\n' workload untraced warmcore perf 'wc slow' 'perf slow' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost'
+for w in "${ORDER[@]}"; do
+    : >"$OUT/none.$w"; : >"$OUT/warmcore.$w"; : >"$OUT/perf.$w"
+    run none "$w" >/dev/null # warm-up
+    for _ in $(seq "$ROUNDS"); do
+        for mode in none warmcore perf; do
+            run "$mode" "$w" >>"$OUT/$mode.$w"
+        done
+    done
+    n=$(median <"$OUT/none.$w"); a=$(median <"$OUT/warmcore.$w"); p=$(median <"$OUT/perf.$w")
+    # From the last traced runs: events, bytes, losses.
+    wev=$(sed -n 's/.*: \([0-9]*\) events in \([0-9.]*\) s (\([0-9]*\) events\/s), \([0-9]*\) bytes on disk (\([0-9.]*\) bytes\/event).*/\3 \5/p' "$OUT/wlog")
+    wlost=$(grep -q 'no event lost' "$OUT/wlog" && echo 0 || sed -n 's/.*: \([0-9]*\) events lost.*/\1/p' "$OUT/wlog")
+    psamples=$(perf script -i "$OUT/p.data" 2>/dev/null | wc -l)
+    pbytes=$(stat -c %s "$OUT/p.data")
+    awk -v w="$w" -v n="$n" -v a="$a" -v p="$p" -v wev="$wev" -v ps="$psamples" -v pb="$pbytes" -v wl="${wlost:-?}" 'BEGIN {
+        split(wev, x, " ");
+        so = (a / n - 1) * 100; po = (p / n - 1) * 100;
+        ratio = (po > 0) ? sprintf("%.2f", so / po) : "n/a";
+        printf "%-10s %8.3fs %8.3fs %8.3fs %+8.1f%% %+8.1f%% %10s %11d %8.1f %11.1f %9s\n", w, n, a, p, so, po, ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl }'
+done
+
+echo
+echo "bench-record: event counts of one run traced by both (perf sched record -k mono, plus the wakeup/exec/exit"
+echo "tracepoints), inside the window where perf had all CPUs enabled; warmcore's ids: CTX_SWITCH WAKEUP WAKEUP_NEW MIGRATE FORK EXEC EXIT"
+printf '%-10s %-20s %10s %10s %8s %s\n' workload event perf warmcore diff check
+for w in "${ORDER[@]}"; do
+    cmd=$(timed "${WL[$w]}")
+    "$BIN" record -o "$OUT/both.wct" -- perf sched record -k mono -o "$OUT/both.data" \
+        -e sched:sched_wakeup -e sched:sched_process_exec -e sched:sched_process_exit \
+        -- bash -c "$cmd" >/dev/null 2>"$OUT/bothlog"
+    perf script -i "$OUT/both.data" --ns -F cpu,time,event 2>/dev/null |
+        awk '{ c = $1; gsub(/[][]/, "", c); t = $2; sub(":", "", t); e = $3; sub(":$", "", e); print t, e, c }' >"$OUT/perf.txt"
+    # The window where perf had every CPU's events enabled: from the latest
+    # first event of a CPU to the earliest last one (perf enables and
+    # disables CPU by CPU, moving itself from CPU to CPU as it does).
+    read -r from to < <(awk '{ if (!($3 in f)) f[$3] = $1; l[$3] = $1 }
+        END { a = 0; b = 1e18; for (c in f) { if (f[c] > a) a = f[c]; if (l[c] < b) b = l[c] }; printf "%.9f %.9f\n", a, b }' "$OUT/perf.txt")
+    awk -v from="$from" -v to="$to" '$1 >= from && $1 <= to' "$OUT/perf.txt" >"$OUT/perf.win" 
+    "$BIN" trace dump "$OUT/both.wct" --absolute >"$OUT/wc.txt"
+    awk -v from="$from" -v to="$to" -v w="$w" '
+        BEGIN { m["sched:sched_switch"] = "CTX_SWITCH"; m["sched:sched_wakeup"] = "WAKEUP";
+                m["sched:sched_wakeup_new"] = "WAKEUP_NEW"; m["sched:sched_migrate_task"] = "MIGRATE";
+                m["sched:sched_process_fork"] = "FORK"; m["sched:sched_process_exec"] = "EXEC";
+                m["sched:sched_process_exit"] = "EXIT"; for (k in m) want[m[k]] = 1 }
+        FNR == NR { if ($2 in m) perf[m[$2]]++; next }
+        { ts = $1 / 1000.0; if (ts < from - 1e-9 || ts > to + 1e-9) next
+          for (i = 4; i <= NF; i++) if ($i in want) { wc[$i]++; break } }
+        END { for (k in m) { id = m[k]; d = (perf[id] > 0) ? (wc[id] - perf[id]) * 100.0 / perf[id] : 0;
+                printf "%-10s %-20s %10d %10d %+7.2f%% %s\n", w, k, perf[id], wc[id], d,
+                       (d <= 1 && d >= -1) ? "ok" : "OUTSIDE 1%" } }' "$OUT/perf.win" "$OUT/wc.txt" | sort -k2
+done
