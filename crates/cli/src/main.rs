@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod sim;
 mod time;
 mod trace;
 
@@ -18,12 +19,18 @@ enum Cmd {
     /// Read, analyse, import and export .wct traces.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// Simulate a workload on a modelled machine under a placement policy.
+    Sim(sim::SimArgs),
+    /// Compare placement policies on one machine and workload.
+    Compare(sim::CompareArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
+        Cmd::Sim(a) => sim::sim(a),
+        Cmd::Compare(a) => sim::compare(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

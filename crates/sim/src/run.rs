@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! One simulation run from names and parameters to a report.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+use warmcore_trace::{Event, EventTable, Header, Provenance, Writer, WriterOptions};
+
+use crate::engine::{CountSink, Engine, Limits, Sink};
+use crate::{parse_spec, Governor, Machine, SimError};
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Preset name or path to a machine file.
+    pub machine: String,
+    /// `name[:key=value,...]`.
+    pub workload: String,
+    pub policy: String,
+    pub governor: String,
+    pub seed: u64,
+    pub trace: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+impl RunConfig {
+    pub fn new(machine: &str, workload: &str, policy: &str, governor: &str, seed: u64) -> RunConfig {
+        RunConfig {
+            machine: machine.into(),
+            workload: workload.into(),
+            policy: policy.into(),
+            governor: governor.into(),
+            seed,
+            trace: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The workload's own measure.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct WorkloadMetric {
+    pub name: String,
+    /// "lower" or "higher" is better.
+    pub better: &'static str,
+    pub value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<serde_json::Value>,
+}
+
+/// What `warmcore sim --json` prints. Metrics that come from the shared
+/// trace analysis are null until it is wired in.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub machine: String,
+    pub workload: String,
+    pub policy: String,
+    pub governor: String,
+    pub seed: u64,
+    pub makespan_ns: u64,
+    pub energy_j: f64,
+    pub energy_per_socket_j: Vec<f64>,
+    pub underload_per_s: Option<f64>,
+    pub overload_per_s: Option<f64>,
+    pub freq_residency: Option<serde_json::Value>,
+    pub migrations: u64,
+    pub wakeup_latency_ns: Option<serde_json::Value>,
+    pub inversions: Option<serde_json::Value>,
+    pub sim_events: u64,
+    pub wall_ns: u64,
+    /// Why the run stopped early, if it did (the result is then partial).
+    pub partial: Option<String>,
+    pub metric: WorkloadMetric,
+    pub workload_params: Vec<(String, String)>,
+    pub policy_stats: serde_json::Value,
+}
+
+struct TraceSink {
+    w: Writer<File>,
+}
+impl Sink for TraceSink {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        self.w.push(cpu, ev).map_err(|e| e.to_string())
+    }
+    fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
+        if ppid == 0 && !comm.is_empty() {
+            self.w.note_comm(pid, comm, ts);
+        } else {
+            self.w.note_process(pid, ppid, comm, ts);
+        }
+    }
+    fn finish(self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
+        self.w.finish().map_err(|e| e.to_string())?;
+        Ok(serde_json::Value::Null)
+    }
+}
+
+fn percentile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((q / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Resolve names, run, and report.
+pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
+    let t0 = Instant::now();
+    let machine = Machine::load(&cfg.machine)?;
+    let governor = Governor::parse(&cfg.governor)?;
+    let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
+    let (wname, wparams) = parse_spec(&cfg.workload);
+    let workload = crate::workloads::build(wname, &wparams, &machine)?;
+    let metric_spec = workload.metric.clone();
+    let params = workload.params.clone();
+    let sink: Box<dyn Sink> = match &cfg.trace {
+        Some(path) => {
+            let header = Header {
+                machine: machine.trace_machine(),
+                events: EventTable::default(),
+                provenance: Provenance::Simulator {
+                    config: serde_json::json!({
+                        "machine": machine.spec.name,
+                        "workload": cfg.workload,
+                        "policy": cfg.policy,
+                        "governor": governor.name(),
+                    }),
+                    seed: cfg.seed,
+                },
+                wall_clock_start: None,
+            };
+            let w = Writer::create(path, &header, WriterOptions::default())
+                .map_err(|e| SimError::Output(e.to_string()))?;
+            Box::new(TraceSink { w })
+        }
+        None => Box::new(CountSink::default()),
+    };
+    let mname = machine.spec.name.clone();
+    let mut engine = Engine::new(machine, governor, policy, workload, cfg.seed, sink)?;
+    let out = engine.run(cfg.limits)?;
+    engine.into_sink().finish(out.makespan_ns).map_err(SimError::Output)?;
+
+    let metric = match metric_spec {
+        Some(spec) => {
+            let mut s = out.samples.clone();
+            s.sort_unstable();
+            let unit = if spec.name.ends_with("_us") { 1000.0 } else { 1.0 };
+            let pct = serde_json::json!({
+                "p50": percentile(&s, 50.0) as f64 / unit,
+                "p90": percentile(&s, 90.0) as f64 / unit,
+                "p99": percentile(&s, 99.0) as f64 / unit,
+                "p99.5": percentile(&s, 99.5) as f64 / unit,
+                "p99.9": percentile(&s, 99.9) as f64 / unit,
+                "count": s.len(),
+            });
+            let value = match spec.kind {
+                crate::program::MetricKind::Latency => {
+                    if spec.name.ends_with("_us") {
+                        // schbench reports the 99th percentile.
+                        percentile(&s, 99.0) as f64 / unit
+                    } else {
+                        s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
+                    }
+                }
+                crate::program::MetricKind::Throughput => {
+                    out.measures as f64 / (out.makespan_ns.max(1) as f64 * 1e-9)
+                }
+            };
+            let better = if spec.kind == crate::program::MetricKind::Throughput { "higher" } else { "lower" };
+            let percentiles = if spec.name.ends_with("_us") { Some(pct) } else { None };
+            WorkloadMetric { name: spec.name, better, value, percentiles }
+        }
+        None => WorkloadMetric {
+            name: "completion_time_ns".into(),
+            better: "lower",
+            value: out.makespan_ns as f64,
+            percentiles: None,
+        },
+    };
+    Ok(RunReport {
+        machine: mname,
+        workload: cfg.workload.clone(),
+        policy: cfg.policy.clone(),
+        governor: governor.name().into(),
+        seed: cfg.seed,
+        makespan_ns: out.makespan_ns,
+        energy_j: out.energy_j,
+        energy_per_socket_j: out.energy_per_socket_j,
+        underload_per_s: None,
+        overload_per_s: None,
+        freq_residency: None,
+        migrations: out.migrations,
+        wakeup_latency_ns: None,
+        inversions: None,
+        sim_events: out.trace_events,
+        wall_ns: t0.elapsed().as_nanos() as u64,
+        partial: out.partial,
+        metric,
+        workload_params: params,
+        policy_stats: out.policy_stats,
+    })
+}
