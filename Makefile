@@ -20,11 +20,17 @@ build: setup
 test: build
 	$(CARGO) test --release --workspace
 	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; fi
+	@scripts/fuzz-short.sh
+
+fuzz-short: setup
+	@scripts/fuzz-short.sh
 
 demo: build
 	@mkdir -p $(DEMO_OUT)
-	$(BIN) trace info fixtures/perf-make-j2.wct
-	$(BIN) trace dump fixtures/perf-make-j2.wct --to 2ms | head -20
+	$(BIN) trace import --from perf-script fixtures/perf-make-j2.txt.zst -o $(DEMO_OUT)/perf-make-j2.wct
+	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct
+	$(BIN) trace dump $(DEMO_OUT)/perf-make-j2.wct --to 2ms | head -20
+	$(BIN) trace stats $(DEMO_OUT)/perf-make-j2.wct
 
 bench: build
 	@scripts/bench.sh

@@ -27,6 +27,12 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 
+# cargo fuzz drives the fuzz targets under fuzz/ (a short pass runs in make test).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "setup: installing cargo-fuzz"
+    cargo install -q cargo-fuzz --locked
+fi
+
 # The Python side (tests that decode exports, the viewer) lives in .venv.
 if [ ! -x .venv/bin/python ] || ! cmp -s python/requirements.txt .venv/.requirements 2>/dev/null; then
     echo "setup: creating .venv"

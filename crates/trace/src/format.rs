@@ -7,8 +7,8 @@
 //! header    JSON       meta::Header, padded to 8 bytes
 //! blocks    ...        each: a 40-byte block header, then its payload padded
 //!                      to 8 bytes. EVENTS blocks hold one CPU's records in
-//!                      time order; PROCESSES blocks hold process-table
-//!                      entries (later entries for a pid refine earlier ones);
+//!                      time order; PROCESSES blocks hold 40-byte process
+//!                      records (later ones for a pid refine earlier ones);
 //!                      one SUMMARY block (lost counts) is written at the end.
 //! index     block      INDEX: one IndexEntry per block above
 //! trailer   16 bytes   offset of the INDEX block u64, magic "WCTINDEX"
@@ -59,17 +59,29 @@ pub struct BlockHeader {
 pub const BLOCK_HEADER_SIZE: usize = std::mem::size_of::<BlockHeader>();
 const _: () = assert!(BLOCK_HEADER_SIZE == 40);
 
-/// One entry of the INDEX block: where a block is and what it covers.
+/// One entry of the INDEX block: where a block is, and a copy of its header,
+/// so that opening a file reads the index alone and no block's page.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable, Default, PartialEq, Eq)]
 pub struct IndexEntry {
     pub offset: u64,
-    pub t_first: u64,
-    pub t_last: u64,
-    pub cpu: u32,
-    pub kind: u32,
+    pub header: BlockHeader,
 }
-const _: () = assert!(std::mem::size_of::<IndexEntry>() == 32);
+const _: () = assert!(std::mem::size_of::<IndexEntry>() == 48);
+
+/// One process-table entry as stored in a PROCESSES block. 16 bytes of comm
+/// is Linux's TASK_COMM_LEN.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, Default, PartialEq, Eq)]
+pub struct ProcRecord {
+    pub pid: u32,
+    pub ppid: u32,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub comm: [u8; 16],
+}
+pub const PROC_RECORD_SIZE: usize = std::mem::size_of::<ProcRecord>();
+const _: () = assert!(PROC_RECORD_SIZE == 40);
 
 /// The SUMMARY block's JSON.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

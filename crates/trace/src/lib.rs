@@ -5,8 +5,11 @@
 pub mod error;
 pub mod event;
 pub mod format;
+pub mod import;
 pub mod meta;
 pub mod reader;
+pub mod synth;
+pub mod stats;
 pub mod writer;
 
 pub use error::{Result, TraceError};

@@ -5,13 +5,15 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
+use std::sync::OnceLock;
 use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::event::{CpuEvent, Event, EVENT_SIZE};
-use crate::format::{self, codec, kind, BlockHeader, IndexEntry, Summary, BLOCK_HEADER_SIZE};
+use crate::format::{self, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary, BLOCK_HEADER_SIZE, PROC_RECORD_SIZE};
 use crate::meta::{Header, Process};
 
 /// The most events a chunk may claim: a bound on what a corrupt file can make
@@ -64,8 +66,10 @@ pub struct Trace {
     path: String,
     bytes: Bytes,
     pub header: Header,
-    /// The process table, by pid.
-    pub processes: BTreeMap<u32, Process>,
+    /// Payload ranges of the PROCESSES blocks, decoded on first use: a large
+    /// build's hundreds of thousands of processes must not slow `open`.
+    proc_blocks: Vec<(usize, usize)>,
+    processes: OnceLock<BTreeMap<u32, Process>>,
     /// Events each CPU could not record (from the summary; zeros if absent).
     pub lost: Vec<u64>,
     /// None when the file ends as a writer leaves it; otherwise why not.
@@ -77,13 +81,14 @@ impl Trace {
     pub fn open(path: impl AsRef<Path>) -> Result<Trace> {
         let p = path.as_ref().display().to_string();
         let f = File::open(path.as_ref()).map_err(|e| TraceError::io(&p, e))?;
-        let len = f.metadata().map_err(|e| TraceError::io(&p, e))?.len();
-        if len < format::PRELUDE_SIZE as u64 {
-            return Err(TraceError::at_offset(
-                &p,
-                0,
-                format!("expected a .wct prelude of {} bytes, the file has {len}", format::PRELUDE_SIZE),
-            ));
+        let md = f.metadata().map_err(|e| TraceError::io(&p, e))?;
+        if !md.is_file() {
+            return Err(TraceError::new(&p, "is not a regular file: give the path of a .wct trace"));
+        }
+        if md.len() < format::PRELUDE_SIZE as u64 {
+            let mut head = Vec::new();
+            std::io::Read::read_to_end(&mut &f, &mut head).map_err(|e| TraceError::io(&p, e))?;
+            return Trace::parse(&p, Bytes::Owned(head));
         }
         // SAFETY: the map is read-only; a file truncated under us can raise
         // SIGBUS, as with any mapped reader (perf, Perfetto); we never write it.
@@ -99,11 +104,12 @@ impl Trace {
     fn parse(path: &str, bytes: Bytes) -> Result<Trace> {
         let err = |off: usize, msg: String| TraceError::at_offset(path, off as u64, msg);
         let b: &[u8] = &bytes;
-        if b.len() < format::PRELUDE_SIZE {
-            return Err(err(0, format!("expected a .wct prelude of {} bytes, found {}", format::PRELUDE_SIZE, b.len())));
-        }
-        if b[..8] != format::MAGIC {
+        let n = b.len().min(8);
+        if b[..n] != format::MAGIC[..n] {
             return Err(err(0, "expected the .wct magic \"WCTRACE\\0\": not a warmcore trace".into()));
+        }
+        if b.len() < format::PRELUDE_SIZE {
+            return Err(err(0, format!("expected a .wct prelude of {} bytes, the file has {}: it is truncated", format::PRELUDE_SIZE, b.len())));
         }
         let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
         if version != format::VERSION {
@@ -125,7 +131,8 @@ impl Trace {
         let mut t = Trace {
             path: path.to_string(),
             header,
-            processes: BTreeMap::new(),
+            proc_blocks: Vec::new(),
+            processes: OnceLock::new(),
             lost: vec![0; ncpu],
             incomplete: None,
             chunks: vec![Vec::new(); ncpu],
@@ -133,10 +140,14 @@ impl Trace {
         };
         let mut blocks: Vec<(usize, BlockHeader)> = Vec::new();
         match Self::read_index(path, b, first_block) {
-            Ok(Some(offsets)) => {
-                for off in offsets {
-                    let h = Self::block_at(path, b, off)?;
-                    blocks.push((off, h));
+            Ok(Some(entries)) => {
+                for e in entries {
+                    let off = e.offset as usize;
+                    let end = (e.offset as u128) + BLOCK_HEADER_SIZE as u128 + e.header.len as u128;
+                    if off < first_block || off % 8 != 0 || end > b.len() as u128 || e.header.magic != format::BLOCK_MAGIC {
+                        return Err(err(off, "expected an index entry naming a block inside the file".into()));
+                    }
+                    blocks.push((off, e.header));
                 }
             }
             Ok(None) | Err(_) => {
@@ -192,23 +203,10 @@ impl Trace {
                     list.push(ChunkRef { offset: off as u64, codec: h.codec, count: h.count, len: h.len, crc: h.crc, t_first: h.t_first, t_last: h.t_last });
                 }
                 kind::PROCESSES => {
-                    let procs: Vec<Process> = serde_json::from_slice(payload)
-                        .map_err(|e| err(off + BLOCK_HEADER_SIZE, format!("expected a JSON process table: {e}")))?;
-                    for p in procs {
-                        t.processes
-                            .entry(p.pid)
-                            .and_modify(|q| {
-                                q.first_ns = q.first_ns.min(p.first_ns);
-                                q.last_ns = q.last_ns.max(p.last_ns);
-                                if p.ppid != 0 {
-                                    q.ppid = p.ppid;
-                                }
-                                if !p.comm.is_empty() {
-                                    q.comm = p.comm.clone();
-                                }
-                            })
-                            .or_insert(p);
+                    if h.len as usize % PROC_RECORD_SIZE != 0 {
+                        return Err(err(off, format!("expected process records of {PROC_RECORD_SIZE} bytes, found a block of {}", h.len)));
                     }
+                    t.proc_blocks.push((off + BLOCK_HEADER_SIZE, h.len as usize));
                 }
                 kind::SUMMARY => {
                     let s: Summary = serde_json::from_slice(payload)
@@ -228,8 +226,8 @@ impl Trace {
         Ok(t)
     }
 
-    /// The block offsets the trailer's index lists, or None without a trailer.
-    fn read_index(path: &str, b: &[u8], first_block: usize) -> Result<Option<Vec<usize>>> {
+    /// The entries of the trailer's index, or None without a trailer.
+    fn read_index(path: &str, b: &[u8], first_block: usize) -> Result<Option<Vec<IndexEntry>>> {
         if b.len() < first_block + format::TRAILER_SIZE || b[b.len() - 8..] != format::TRAILER_MAGIC {
             return Ok(None);
         }
@@ -247,11 +245,7 @@ impl Trace {
         if crc32fast::hash(payload) != h.crc {
             return Err(TraceError::at_offset(path, ioff as u64, "expected the index's checksum to match"));
         }
-        let entries: Vec<IndexEntry> = payload
-            .chunks_exact(std::mem::size_of::<IndexEntry>())
-            .map(bytemuck::pod_read_unaligned)
-            .collect();
-        Ok(Some(entries.iter().map(|e| e.offset as usize).collect()))
+        Ok(Some(payload.chunks_exact(std::mem::size_of::<IndexEntry>()).map(bytemuck::pod_read_unaligned).collect()))
     }
 
     /// The block header at `off`, checked to lie, with its payload, in the file.
@@ -299,8 +293,35 @@ impl Trace {
         Some((first, last))
     }
 
+    /// The process table, by pid: later records for a pid refine earlier ones.
+    pub fn processes(&self) -> &BTreeMap<u32, Process> {
+        self.processes.get_or_init(|| {
+            let mut map = BTreeMap::<u32, Process>::new();
+            for &(start, len) in &self.proc_blocks {
+                for raw in self.bytes[start..start + len].chunks_exact(PROC_RECORD_SIZE) {
+                    let r: ProcRecord = bytemuck::pod_read_unaligned(raw);
+                    let end = r.comm.iter().position(|&c| c == 0).unwrap_or(r.comm.len());
+                    let comm = String::from_utf8_lossy(&r.comm[..end]).into_owned();
+                    map.entry(r.pid)
+                        .and_modify(|q| {
+                            q.first_ns = q.first_ns.min(r.first_ns);
+                            q.last_ns = q.last_ns.max(r.last_ns);
+                            if r.ppid != 0 {
+                                q.ppid = r.ppid;
+                            }
+                            if !comm.is_empty() {
+                                q.comm = comm.clone();
+                            }
+                        })
+                        .or_insert(Process { pid: r.pid, ppid: r.ppid, comm, first_ns: r.first_ns, last_ns: r.last_ns });
+                }
+            }
+            map
+        })
+    }
+
     pub fn comm(&self, pid: u32) -> Option<&str> {
-        self.processes.get(&pid).map(|p| p.comm.as_str()).filter(|c| !c.is_empty())
+        self.processes().get(&pid).map(|p| p.comm.as_str()).filter(|c| !c.is_empty())
     }
 
     /// The events of one chunk: borrowed from the map when stored raw and
@@ -325,6 +346,23 @@ impl Trace {
                     return Err(TraceError::at_offset(&self.path, start as u64, format!("expected {want} bytes after decompression, found {}", raw.len())));
                 }
                 Ok(Cow::Owned(raw.chunks_exact(EVENT_SIZE).map(bytemuck::pod_read_unaligned).collect()))
+            }
+        }
+    }
+
+    /// Tell the kernel that a chunk's pages are no longer needed, so that a
+    /// pass over a large trace does not keep the whole file resident. The map
+    /// is read-only and file-backed: a later read of the chunk faults the
+    /// pages back in from the page cache or the file.
+    fn release(&self, c: &ChunkRef) {
+        const PAGE: usize = 4096;
+        if let Bytes::Map(m) = &self.bytes {
+            let start = (c.offset as usize).next_multiple_of(PAGE);
+            let end = (c.offset as usize + BLOCK_HEADER_SIZE + c.len as usize) / PAGE * PAGE;
+            if end > start {
+                // SAFETY: DontNeed on a read-only, file-backed shared map loses
+                // nothing; the range lies inside the map.
+                let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
             }
         }
     }
@@ -391,6 +429,10 @@ impl Iterator for CpuEvents<'_> {
                 self.pos += 1;
                 return Some(Ok(*ev));
             }
+            if self.next_chunk > 0 && !self.cur.is_empty() {
+                self.trace.release(&self.chunks[self.next_chunk - 1]);
+                self.cur = Cow::Borrowed(&[]);
+            }
             if self.failed || self.next_chunk >= self.chunks.len() {
                 return None;
             }
@@ -428,16 +470,24 @@ impl Iterator for Merged<'_> {
             self.heap.clear();
             return Some(Err(e));
         }
-        let Reverse((_, cpu, i)) = self.heap.pop()?;
+        // Replace the top in place: one sift-down per event instead of a pop
+        // and a push, which matters with a hundred or more CPUs.
+        let mut top = self.heap.peek_mut()?;
+        let Reverse((_, cpu, i)) = *top;
         let (stream, ev) = &mut self.streams[i];
         let out = CpuEvent { cpu, ev: *ev };
         match stream.next() {
             Some(Ok(next)) => {
                 *ev = next;
-                self.heap.push(Reverse((next.ts, cpu, i)));
+                *top = Reverse((next.ts, cpu, i));
             }
-            Some(Err(e)) => self.pending_err = Some(e),
-            None => {}
+            Some(Err(e)) => {
+                PeekMut::pop(top);
+                self.pending_err = Some(e);
+            }
+            None => {
+                PeekMut::pop(top);
+            }
         }
         Some(Ok(out))
     }

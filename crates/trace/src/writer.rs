@@ -9,8 +9,8 @@ use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::event::{ids, Event};
-use crate::format::{self, codec, kind, BlockHeader, IndexEntry, Summary};
-use crate::meta::{Header, Process};
+use crate::format::{self, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary};
+use crate::meta::Header;
 
 #[derive(Clone, Copy, Debug)]
 pub struct WriterOptions {
@@ -55,7 +55,7 @@ pub struct Writer<W: Write> {
     chunks_since_proc_flush: usize,
     exec_id: Option<u32>,
     fork_id: Option<u32>,
-    scratch: Vec<u8>,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl Writer<File> {
@@ -86,7 +86,13 @@ impl<W: Write> Writer<W> {
             chunks_since_proc_flush: 0,
             exec_id: header.events.builtin_to_file(ids::EXEC),
             fork_id: header.events.builtin_to_file(ids::FORK),
-            scratch: Vec::new(),
+            zstd: match opts.zstd_level {
+                Some(level) => Some(
+                    zstd::bulk::Compressor::new(level)
+                        .map_err(|e| TraceError::new(path, format!("zstd level {level}: {e}")))?,
+                ),
+                None => None,
+            },
         };
         let json = serde_json::to_vec(header).expect("header serialises");
         let mut prelude = Vec::with_capacity(format::PRELUDE_SIZE);
@@ -196,10 +202,9 @@ impl<W: Write> Writer<W> {
         self.last_flushed_ts[c] = t_last;
         let raw: &[u8] = bytemuck::cast_slice(&buf);
         let compressed;
-        let (codec, bytes): (u8, &[u8]) = match self.opts.zstd_level {
-            Some(level) => {
-                compressed = zstd::bulk::compress(raw, level)
-                    .map_err(|e| TraceError::new(&self.path, format!("zstd: {e}")))?;
+        let (codec, bytes): (u8, &[u8]) = match self.zstd.as_mut() {
+            Some(z) => {
+                compressed = z.compress(raw).map_err(|e| TraceError::new(&self.path, format!("zstd: {e}")))?;
                 (codec::ZSTD, &compressed)
             }
             None => (codec::RAW, raw),
@@ -238,7 +243,7 @@ impl<W: Write> Writer<W> {
             crc: crc32fast::hash(payload),
         };
         if kind != format::kind::INDEX {
-            self.index.push(IndexEntry { offset: self.offset, t_first, t_last, cpu, kind: kind as u32 });
+            self.index.push(IndexEntry { offset: self.offset, header: h });
         }
         self.put(bytemuck::bytes_of(&h))?;
         self.put(payload)?;
@@ -247,25 +252,23 @@ impl<W: Write> Writer<W> {
 
     fn flush_processes(&mut self) -> Result<()> {
         self.chunks_since_proc_flush = 0;
-        let mut dirty: Vec<Process> = self
+        let mut dirty: Vec<ProcRecord> = self
             .procs
             .iter_mut()
             .filter(|(_, e)| e.dirty)
             .map(|(&pid, e)| {
                 e.dirty = false;
-                Process { pid, ppid: e.ppid, comm: e.comm.clone(), first_ns: e.first_ns, last_ns: e.last_ns }
+                let mut comm = [0u8; 16];
+                let n = e.comm.len().min(16);
+                comm[..n].copy_from_slice(&e.comm.as_bytes()[..n]);
+                ProcRecord { pid, ppid: e.ppid, first_ns: e.first_ns, last_ns: e.last_ns, comm }
             })
             .collect();
         if dirty.is_empty() {
             return Ok(());
         }
         dirty.sort_by_key(|p| p.pid);
-        self.scratch.clear();
-        serde_json::to_writer(&mut self.scratch, &dirty).expect("processes serialise");
-        let json = std::mem::take(&mut self.scratch);
-        let r = self.block(kind::PROCESSES, codec::RAW, 0, dirty.len() as u32, 0, 0, &json);
-        self.scratch = json;
-        r
+        self.block(kind::PROCESSES, codec::RAW, 0, dirty.len() as u32, 0, 0, bytemuck::cast_slice(&dirty))
     }
 
     /// Write what is buffered, the process table, the summary and the index.

@@ -42,7 +42,7 @@ fn round_trip_raw_and_zstd() {
         assert_eq!(t.lost, vec![0, 0, 5, 0]);
         let got: Vec<CpuEvent> = t.events(None, Window::ALL).map(|e| e.unwrap()).collect();
         assert_eq!(got, want);
-        let p42 = &t.processes[&42];
+        let p42 = &t.processes()[&42];
         assert_eq!((p42.ppid, p42.comm.as_str(), p42.first_ns, p42.last_ns), (7, "make", 20_000, 20_001));
         assert_eq!(t.span(), Some((0, 20_001)));
     }

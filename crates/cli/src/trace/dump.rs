@@ -30,12 +30,12 @@ pub fn run(t: &Trace, cpus: &[u32], from: Option<u64>, to: Option<u64>, events: 
         let ts = e.ev.ts - base;
         let r = writeln!(
             out,
-            "{:>6}.{:06} [{:03}] {:>7} {:<16} {:<20} {}",
-            ts / 1_000_000,
-            ts % 1_000_000,
+            "{:>6}.{:09} [{:03}] {:>7} {:<16} {:<20} {}",
+            ts / 1_000_000_000,
+            ts % 1_000_000_000,
             e.cpu,
             e.ev.pid,
-            t.comm(e.ev.pid).unwrap_or("-"),
+            if e.ev.pid == 0 { "<idle>" } else { t.comm(e.ev.pid).unwrap_or("-") },
             table.name(e.ev.id),
             describe(t, &e.ev)
         );

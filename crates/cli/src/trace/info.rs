@@ -43,7 +43,7 @@ pub fn run(t: &Trace) -> Result<()> {
         Some((a, b)) => println!("span:        {} ({a} .. {b} ns)", show_ns(b - a)),
         None => println!("span:        no events"),
     }
-    println!("processes:   {}", t.processes.len());
+    println!("processes:   {}", t.processes().len());
     let lost: u64 = t.lost.iter().sum();
     println!("events:      {}", t.event_count());
     if lost > 0 {

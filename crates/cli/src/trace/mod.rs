@@ -10,7 +10,9 @@ use warmcore_trace::{Trace, Window};
 use crate::time::parse_ns;
 
 mod dump;
+mod import;
 mod info;
+mod stats;
 
 #[derive(Subcommand)]
 pub enum TraceCmd {
@@ -37,6 +39,45 @@ pub enum TraceCmd {
         #[arg(long)]
         absolute: bool,
     },
+    /// Write a synthetic trace of a given size (for benchmarks and tests of tools).
+    Synth {
+        /// The output .wct file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Number of events, about.
+        #[arg(long, default_value_t = 1_000_000)]
+        events: u64,
+        /// Number of CPUs.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        cpus: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Compress chunks with zstd at this level (1-19).
+        #[arg(long, value_parser = clap::value_parser!(i32).range(1..=19))]
+        zstd: Option<i32>,
+    },
+    /// Busy time, frequency residency, underload/overload, migrations, wakeup
+    /// latency, work-conservation violations and frequency inversions.
+    Stats {
+        file: PathBuf,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert another tool's trace (perf script, trace-cmd report, SchedLog dump) to .wct.
+    Import {
+        /// The tool that made the input.
+        #[arg(long, value_enum)]
+        from: import::From,
+        /// The input: a text file (zstd-compressed is fine) or a SchedLog dump directory.
+        input: PathBuf,
+        /// The .wct file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Compress the output's event chunks with zstd.
+        #[arg(long)]
+        zstd: bool,
+    },
 }
 
 pub fn run(cmd: TraceCmd) -> Result<()> {
@@ -45,6 +86,14 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Dump { file, cpu, from, to, event, absolute } => {
             dump::run(&open(&file)?, &cpu, from, to, &event, absolute)
         }
+        TraceCmd::Synth { output, events, cpus, seed, zstd } => {
+            let opts = warmcore_trace::synth::SynthOptions { events, cpus, seed, zstd_level: zstd };
+            let n = warmcore_trace::synth::generate(&output, &opts)?;
+            println!("wrote {n} events on {cpus} CPUs to {}", output.display());
+            Ok(())
+        }
+        TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
+        TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
     }
 }
 

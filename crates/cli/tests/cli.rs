@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The command as a user meets it: help, exit codes, one-line errors.
+
+use std::process::{Command, Output};
+
+fn warmcore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warmcore")).args(args).output().expect("warmcore runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every subcommand, found by walking `--help` output, answers `--help`.
+#[test]
+fn every_subcommand_has_help() {
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    let mut seen = 0;
+    while let Some(path) = todo.pop() {
+        let mut args: Vec<&str> = path.iter().map(|s| s.as_str()).collect();
+        args.push("--help");
+        let o = warmcore(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        seen += 1;
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut in_commands = false;
+        for line in text.lines() {
+            if line.starts_with("Commands:") {
+                in_commands = true;
+                continue;
+            }
+            if in_commands {
+                let Some(name) = line.split_whitespace().next() else { break };
+                if !line.starts_with("  ") {
+                    break;
+                }
+                if name != "help" {
+                    let mut p = path.clone();
+                    p.push(name.to_string());
+                    todo.push(p);
+                }
+            }
+        }
+    }
+    assert!(seen >= 4, "walked only {seen} commands");
+}
+
+#[test]
+fn bad_files_give_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("notes.txt");
+    std::fs::write(&foreign, "these are not events\n").unwrap();
+    for (path, want) in [
+        (foreign.to_str().unwrap(), "not a warmcore trace"),
+        ("/no/such/file.wct", "No such file"),
+        (dir.path().to_str().unwrap(), "not a regular file"),
+    ] {
+        let o = warmcore(&["trace", "info", path]);
+        assert_eq!(o.status.code(), Some(1), "{path}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(want) && e.contains(path), "{e}");
+    }
+}
+
+#[test]
+fn dump_filters_and_names_bad_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.wct");
+    let f = f.to_str().unwrap();
+    assert!(warmcore(&["trace", "synth", "-o", f, "--events", "2000", "--cpus", "4"]).status.success());
+    let o = warmcore(&["trace", "dump", f, "--cpu", "2", "--event", "ctx_switch", "--to", "5ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.lines().count() > 0);
+    for line in out.lines() {
+        assert!(line.contains("[002]") && line.contains("CTX_SWITCH"), "{line}");
+        let secs: f64 = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(secs < 0.005, "{line}");
+    }
+    let o = warmcore(&["trace", "dump", f, "--cpu", "4"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no CPU 4"));
+    let o = warmcore(&["trace", "dump", f, "--event", "NOPE"]);
+    assert!(stderr(&o).contains("no event named \"NOPE\""));
+    let o = warmcore(&["trace", "dump", f, "--from", "3 fortnights"]);
+    assert_eq!(o.status.code(), Some(2));
+}

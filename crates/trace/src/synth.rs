@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Synthetic traces of any size, for benchmarks, fuzzing seeds and tools'
+//! tests. The schedule is plausible rather than modelled (the simulator models
+//! machines): each CPU alternates between running tasks and idling, tasks wake
+//! each other across CPUs, fork and exit, and every 4 ms tick carries a
+//! frequency that drifts between the machine's minimum and maximum. Event
+//! semantics are kept consistent (a switch's previous task is the one running),
+//! so that the analysis can be exercised on the result; but a task may be
+//! picked on two CPUs at once, which no kernel does.
+
+use std::path::Path;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::error::Result;
+use crate::event::{ids, prev_state, Event};
+use crate::meta::{CpuTopo, Header, Machine, Provenance};
+use crate::writer::{Writer, WriterOptions};
+
+/// The tick period of the Linux configurations the papers use (4 ms, HZ=250).
+const TICK_NS: u64 = 4_000_000;
+
+#[derive(Clone, Debug)]
+pub struct SynthOptions {
+    pub events: u64,
+    pub cpus: u32,
+    pub seed: u64,
+    pub zstd_level: Option<i32>,
+}
+
+/// A machine of `cpus` CPUs as 2-way SMT cores, 20 cores a socket, 1.2-3.0 GHz.
+pub fn synth_machine(cpus: u32) -> Machine {
+    let threads_per_socket = 40;
+    Machine {
+        name: format!("synthetic-{cpus}"),
+        cpus: (0..cpus)
+            .map(|cpu| {
+                let socket = cpu / threads_per_socket;
+                CpuTopo { cpu, core: cpu / 2, die: socket, socket }
+            })
+            .collect(),
+        freq_min_khz: 1_200_000,
+        freq_base_khz: 2_100_000,
+        freq_max_khz: 3_000_000,
+    }
+}
+
+struct CpuState {
+    now: u64,
+    running: u32,
+    next_tick: u64,
+    freq_khz: u32,
+}
+
+/// Write a synthetic trace of about `opts.events` events; returns the count.
+pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
+    let machine = synth_machine(opts.cpus.max(1));
+    let header = Header {
+        machine: machine.clone(),
+        events: Default::default(),
+        provenance: Provenance::Other {
+            description: format!("synthetic: {} events on {} CPUs, seed {}", opts.events, opts.cpus, opts.seed),
+        },
+        wall_clock_start: None,
+    };
+    let mut w = Writer::create(path, &header, WriterOptions { zstd_level: opts.zstd_level, ..Default::default() })?;
+    let mut rng = SmallRng::seed_from_u64(opts.seed);
+    let n = machine.nr_cpus();
+    let mut cpus: Vec<CpuState> = (0..n)
+        .map(|_| CpuState { now: 0, running: 0, next_tick: TICK_NS, freq_khz: machine.freq_min_khz })
+        .collect();
+    let mut next_pid = 1000u32;
+    let mut live: Vec<u32> = (0..n * 2).map(|i| 100 + i).collect();
+    for &pid in &live {
+        w.note_process(pid, 1, &format!("task-{pid}"), 0);
+    }
+    while w.events_written() < opts.events {
+        let c = rng.random_range(0..n) as usize;
+        let st = &mut cpus[c];
+        st.now += rng.random_range(1_000..200_000);
+        let now = st.now;
+        if now >= st.next_tick {
+            st.next_tick += TICK_NS;
+            if st.running != 0 {
+                // Busy cores climb, idle ones fall back, with some noise.
+                let step: i64 = rng.random_range(-100_000..300_000);
+                let f = (st.freq_khz as i64 + step).clamp(machine.freq_min_khz as i64, machine.freq_max_khz as i64);
+                st.freq_khz = f as u32;
+                w.push(c as u32, Event::new(st.next_tick - TICK_NS, st.running, ids::TICK, st.freq_khz, 0))?;
+                continue;
+            }
+            st.freq_khz = machine.freq_min_khz;
+            w.push(c as u32, Event::new(st.next_tick - TICK_NS, 0, ids::FREQ_CHANGE, st.freq_khz, 0))?;
+        }
+        let roll = rng.random_range(0..100);
+        let prev = st.running;
+        if roll < 45 {
+            // Switch to another task or to idle.
+            let next = if rng.random_bool(0.3) { 0 } else { live[rng.random_range(0..live.len())] };
+            if next != prev {
+                let state = if rng.random_bool(0.5) { prev_state::BLOCKED } else { prev_state::RUNNABLE };
+                if prev != 0 && state == prev_state::BLOCKED {
+                    w.push(c as u32, Event::new(now, prev, ids::BLOCK, 0, 0))?;
+                }
+                w.push(c as u32, Event::new(now, prev, ids::CTX_SWITCH, next, state))?;
+                st.running = next;
+            }
+        } else if roll < 85 {
+            let target = rng.random_range(0..n);
+            let wakee = live[rng.random_range(0..live.len())];
+            w.push(c as u32, Event::new(now, wakee, ids::WAKEUP, target, prev))?;
+        } else if roll < 92 {
+            let to = rng.random_range(0..n);
+            let pid = live[rng.random_range(0..live.len())];
+            w.push(c as u32, Event::new(now, pid, ids::MIGRATE, c as u32, to))?;
+        } else if roll < 97 && prev != 0 {
+            let child = next_pid;
+            next_pid += 1;
+            w.push(c as u32, Event::new(now, child, ids::FORK, prev, 0))?;
+            w.push(c as u32, Event::new(now, child, ids::WAKEUP_NEW, rng.random_range(0..n), prev))?;
+            if rng.random_bool(0.5) {
+                w.push(c as u32, Event::with_comm(now, child, ids::EXEC, ["sh", "cc1", "as", "ld"][rng.random_range(0..4)]))?;
+            }
+            live.push(child);
+        } else if prev != 0 && live.len() > n as usize {
+            w.push(c as u32, Event::new(now, prev, ids::EXIT, 0, 0))?;
+            w.push(c as u32, Event::new(now, prev, ids::CTX_SWITCH, 0, prev_state::DEAD))?;
+            live.retain(|&p| p != prev);
+            st.running = 0;
+        }
+    }
+    w.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Trace, Window};
+
+    #[test]
+    fn generates_a_consistent_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wct");
+        let opts = SynthOptions { events: 50_000, cpus: 8, seed: 1, zstd_level: None };
+        let n = generate(&p, &opts).unwrap();
+        assert!(n >= 50_000);
+        let t = Trace::open(&p).unwrap();
+        assert_eq!(t.event_count(), n);
+        // Every switch names as previous task the one the last switch put on.
+        for cpu in 0..8 {
+            let mut running = 0;
+            for e in t.cpu_events(cpu, Window::ALL) {
+                let e = e.unwrap();
+                if e.id == ids::CTX_SWITCH {
+                    assert_eq!(e.pid, running, "cpu {cpu} at {}", e.ts);
+                    running = e.a();
+                }
+            }
+        }
+        // The same seed gives the same file.
+        let q = dir.path().join("s2.wct");
+        generate(&q, &opts).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&q).unwrap());
+    }
+}
