@@ -646,7 +646,14 @@ impl Engine {
         workload.validate().map_err(SimError::Input)?;
         let n = machine.nr_cpus as usize;
         let floor = governor.floor(&machine);
-        let cores = (0..machine.nr_cores).map(|_| CoreDvfs::new(floor)).collect();
+        let deepest = (machine.spec.idle.len() - 1) as u8;
+        let cores = (0..machine.nr_cores)
+            .map(|_| {
+                let mut c = CoreDvfs::new(floor);
+                c.idle_state = deepest;
+                c
+            })
+            .collect();
         let cpus = (0..n)
             .map(|_| Cpu {
                 mode: Mode::Idle,

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
-use warmcore_trace::{Event, EventTable, Header, Provenance, Writer, WriterOptions};
+use warmcore_trace::stats::{Analyzer, Stats};
+use warmcore_trace::{CpuEvent, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
-use crate::engine::{CountSink, Engine, Limits, Sink};
+use crate::engine::{Engine, Limits, Sink};
 use crate::{parse_spec, Governor, Machine, SimError};
 
 #[derive(Clone, Debug)]
@@ -49,8 +50,11 @@ pub struct WorkloadMetric {
     pub percentiles: Option<serde_json::Value>,
 }
 
-/// What `warmcore sim --json` prints. Metrics that come from the shared
-/// trace analysis are null until it is wired in.
+/// What `warmcore sim --json` prints. underload, overload, frequency
+/// residency, migrations, wake-up latency, inversions and work-conservation
+/// violations come from the shared trace analysis (warmcore_trace::stats),
+/// fed with the run's events, so that they agree with `warmcore trace stats`
+/// on the run's trace.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
     pub machine: String,
@@ -67,6 +71,7 @@ pub struct RunReport {
     pub migrations: u64,
     pub wakeup_latency_ns: Option<serde_json::Value>,
     pub inversions: Option<serde_json::Value>,
+    pub work_conservation_violation_ns: u64,
     pub sim_events: u64,
     pub wall_ns: u64,
     /// Why the run stopped early, if it did (the result is then partial).
@@ -76,23 +81,56 @@ pub struct RunReport {
     pub policy_stats: serde_json::Value,
 }
 
-struct TraceSink {
-    w: Writer<File>,
+/// Feeds every event to the shared trace analysis and, when asked, to a
+/// trace file. Events of one nanosecond are handed on ordered by CPU (stable),
+/// the order in which a reader gives them back from the file, so that the
+/// report and `warmcore trace stats` on the file see the same sequence.
+struct StatsSink {
+    writer: Option<Writer<File>>,
+    analyzer: Analyzer,
+    pending: Vec<CpuEvent>,
+    pending_ts: u64,
 }
-impl Sink for TraceSink {
+
+impl StatsSink {
+    fn flush(&mut self) -> Result<(), String> {
+        self.pending.sort_by_key(|e| e.cpu);
+        for e in &self.pending {
+            self.analyzer.push(e);
+            if let Some(w) = &mut self.writer {
+                w.push(e.cpu, e.ev).map_err(|e| e.to_string())?;
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+impl Sink for StatsSink {
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.w.push(cpu, ev).map_err(|e| e.to_string())
+        if ev.ts != self.pending_ts {
+            self.flush()?;
+            self.pending_ts = ev.ts;
+        }
+        self.pending.push(CpuEvent { cpu, ev });
+        Ok(())
     }
     fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
-        if ppid == 0 && !comm.is_empty() {
-            self.w.note_comm(pid, comm, ts);
-        } else {
-            self.w.note_process(pid, ppid, comm, ts);
+        if let Some(w) = &mut self.writer {
+            if ppid == 0 && !comm.is_empty() {
+                w.note_comm(pid, comm, ts);
+            } else {
+                w.note_process(pid, ppid, comm, ts);
+            }
         }
     }
-    fn finish(self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
-        self.w.finish().map_err(|e| e.to_string())?;
-        Ok(serde_json::Value::Null)
+    fn finish(mut self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
+        self.flush()?;
+        if let Some(w) = self.writer.take() {
+            w.finish().map_err(|e| e.to_string())?;
+        }
+        let stats = self.analyzer.finish();
+        serde_json::to_value(&stats).map_err(|e| e.to_string())
     }
 }
 
@@ -114,32 +152,33 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     let workload = crate::workloads::build(wname, &wparams, &machine)?;
     let metric_spec = workload.metric.clone();
     let params = workload.params.clone();
-    let sink: Box<dyn Sink> = match &cfg.trace {
-        Some(path) => {
-            let header = Header {
-                machine: machine.trace_machine(),
-                events: EventTable::default(),
-                provenance: Provenance::Simulator {
-                    config: serde_json::json!({
-                        "machine": machine.spec.name,
-                        "workload": cfg.workload,
-                        "policy": cfg.policy,
-                        "governor": governor.name(),
-                    }),
-                    seed: cfg.seed,
-                },
-                wall_clock_start: None,
-            };
-            let w = Writer::create(path, &header, WriterOptions::default())
-                .map_err(|e| SimError::Output(e.to_string()))?;
-            Box::new(TraceSink { w })
-        }
-        None => Box::new(CountSink::default()),
+    let header = Header {
+        machine: machine.trace_machine(),
+        events: EventTable::default(),
+        provenance: Provenance::Simulator {
+            config: serde_json::json!({
+                "machine": machine.spec.name,
+                "workload": cfg.workload,
+                "policy": cfg.policy,
+                "governor": governor.name(),
+            }),
+            seed: cfg.seed,
+        },
+        wall_clock_start: None,
     };
+    let writer = match &cfg.trace {
+        Some(path) => {
+            Some(Writer::create(path, &header, WriterOptions::default()).map_err(|e| SimError::Output(e.to_string()))?)
+        }
+        None => None,
+    };
+    let sink: Box<dyn Sink> =
+        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header), pending: Vec::new(), pending_ts: 0 });
     let mname = machine.spec.name.clone();
     let mut engine = Engine::new(machine, governor, policy, workload, cfg.seed, sink)?;
     let out = engine.run(cfg.limits)?;
-    engine.into_sink().finish(out.makespan_ns).map_err(SimError::Output)?;
+    let stats = engine.into_sink().finish(out.makespan_ns).map_err(SimError::Output)?;
+    let stats: Stats = serde_json::from_value(stats).map_err(|e| SimError::Output(e.to_string()))?;
 
     let metric = match metric_spec {
         Some(spec) => {
@@ -187,12 +226,13 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         makespan_ns: out.makespan_ns,
         energy_j: out.energy_j,
         energy_per_socket_j: out.energy_per_socket_j,
-        underload_per_s: None,
-        overload_per_s: None,
-        freq_residency: None,
-        migrations: out.migrations,
-        wakeup_latency_ns: None,
-        inversions: None,
+        underload_per_s: Some(stats.underload_per_s),
+        overload_per_s: Some(stats.overload_per_s),
+        freq_residency: stats.freq_residency.as_ref().map(|b| serde_json::to_value(b).unwrap_or_default()),
+        migrations: stats.migrations,
+        wakeup_latency_ns: stats.wakeup_latency_ns.map(|p| serde_json::to_value(p).unwrap_or_default()),
+        inversions: stats.inversions.map(|i| serde_json::to_value(i).unwrap_or_default()),
+        work_conservation_violation_ns: stats.work_conservation_violation_ns,
         sim_events: out.trace_events,
         wall_ns: t0.elapsed().as_nanos() as u64,
         partial: out.partial,

@@ -50,6 +50,12 @@ fn same_seed_same_trace_and_json() {
     assert!(a == b, "traces differ");
     let t = warmcore_trace::Trace::open(dir.join("t0.wct")).unwrap();
     assert_eq!(t.header.machine.nr_cpus(), 64);
+    // The report's analysis agrees with the analysis of the written trace.
+    let s = serde_json::to_value(warmcore_trace::stats::analyze(&t).unwrap()).unwrap();
+    for k in ["underload_per_s", "overload_per_s", "migrations", "wakeup_latency_ns", "inversions", "freq_residency"] {
+        assert_eq!(s[k], reports[0][k], "{k}");
+    }
+    assert_eq!(s["events"], reports[0]["sim_events"]);
     let mut c = cfg("xeon-gold-5218-2s", "hackbench:groups=2,loops=10", "cfs", "schedutil");
     c.seed = 8;
     let other = run(&c).unwrap();
@@ -75,4 +81,24 @@ fn bad_input_names_the_culprit_and_the_choices() {
     for msg in [m] {
         assert!(!msg.contains('\n'));
     }
+}
+
+#[test]
+fn fork_wait_chain_shows_inversions_and_underload() {
+    // shared/seeds/000 section 2 and shared/seeds/001 section 5.2: a fork/wait
+    // chain on an idle E7 under powersave inverts frequencies and underloads.
+    let r = run(&cfg("xeon-e7-8870v4", "configure:checks=60", "cfs", "powersave")).unwrap();
+    let inv = r.inversions.expect("frequencies are known");
+    assert!(inv["count"].as_u64().unwrap() > 20, "{inv}");
+    assert!(r.underload_per_s.unwrap() > 50.0, "{:?}", r.underload_per_s);
+    // Most busy time at low frequency.
+    let bands = r.freq_residency.unwrap();
+    let low: f64 = bands
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["hi_mhz"].as_u64().unwrap() <= 2000)
+        .map(|b| b["fraction"].as_f64().unwrap())
+        .sum();
+    assert!(low > 0.5, "{bands}");
 }
