@@ -31,6 +31,9 @@ demo: build
 	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct
 	$(BIN) trace dump $(DEMO_OUT)/perf-make-j2.wct --to 2ms | head -20
 	$(BIN) trace stats $(DEMO_OUT)/perf-make-j2.wct
+	$(BIN) compare --machine default --workload configure --policies cfs --governor powersave --runs 3
+	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
+	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
 
 bench: build
 	@scripts/bench.sh

@@ -18,7 +18,7 @@ use warmcore_trace::{ids, Event};
 use crate::dvfs::{CoreDvfs, Governor};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
-use crate::program::{ProgId, Step, Workload};
+use crate::program::{ProgId, Program, Step, Workload};
 use crate::SimError;
 
 pub type Tid = u32;
@@ -245,6 +245,7 @@ pub struct Sim {
     free_timers: Vec<u32>,
     fired: Vec<u64>,
     workload: Workload,
+    progs: std::rc::Rc<Vec<Program>>,
     pipes: Vec<Pipe>,
     futexes: Vec<VecDeque<Tid>>,
     barriers: Vec<Barrier>,
@@ -723,6 +724,7 @@ impl Engine {
             migrations: 0,
             last_exit: 0,
             zero_time_steps: 0,
+            progs: std::rc::Rc::new(workload.programs.clone()),
             workload,
             machine,
         };
@@ -1179,6 +1181,7 @@ impl Engine {
 
     /// Run `t`'s program on `c` until it computes, blocks or exits.
     fn advance(&mut self, c: u32, t: Tid) -> Result<(), SimError> {
+        let progs = self.sim.progs.clone();
         loop {
             let step = {
                 let task = &mut self.sim.tasks[t as usize];
@@ -1186,7 +1189,7 @@ impl Engine {
                     self.exit(c, t);
                     return Ok(());
                 };
-                let prog = &self.sim.workload.programs[fr.prog as usize];
+                let prog = &progs[fr.prog as usize];
                 if fr.pc as usize >= prog.steps.len() {
                     // End of a loop body or of the program.
                     let now = self.sim.now;
@@ -1201,16 +1204,16 @@ impl Engine {
                     self.zero_time()?;
                     continue;
                 }
-                let s = prog.steps[fr.pc as usize].clone();
+                let s = &prog.steps[fr.pc as usize];
                 fr.pc += 1;
                 s
             };
             self.zero_time()?;
             let pid = self.sim.tasks[t as usize].pid;
             let now = self.sim.now;
-            match step {
+            match *step {
                 Step::Compute(a) => {
-                    let u = self.sim.uniform();
+                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
                     let cycles = a.sample(u);
                     if cycles < 1.0 {
                         continue;
@@ -1221,7 +1224,7 @@ impl Engine {
                     return Ok(());
                 }
                 Step::Sleep(a) | Step::Io(a) => {
-                    let u = self.sim.uniform();
+                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
                     let ns = a.sample(u).max(1.0) as u64;
                     let io = matches!(step, Step::Io(_));
                     let (id, st) =
@@ -1248,10 +1251,10 @@ impl Engine {
                     self.sim.schedutil_update(target);
                     self.sim.kick(target);
                 }
-                Step::Exec(comm) => {
-                    self.sim.emit_comm(c, pid, &comm);
-                    self.sim.sink.note_process(pid, 0, &comm, now);
-                    self.sim.tasks[t as usize].comm = comm;
+                Step::Exec(ref comm) => {
+                    self.sim.emit_comm(c, pid, comm);
+                    self.sim.sink.note_process(pid, 0, comm, now);
+                    self.sim.tasks[t as usize].comm.clone_from(comm);
                     // sched_exec: exec placement, migrating if the target
                     // differs (MODEL-FACTS.md section 1).
                     let w = Wake { kind: WakeKind::Exec, waker: Some(t), waker_cpu: c, sync: false };

@@ -11,7 +11,7 @@ use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload};
 use crate::SimError;
 
 pub const WORKLOADS: &[&str] =
-    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "mkl-dnn", "h2"];
+    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "mkl-dnn", "h2", "unixbench"];
 
 /// Typed access to `key=value` parameters, refusing unknown keys.
 struct Params<'a> {
@@ -79,6 +79,7 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
         "nas" => nas(&mut w, &mut p, m)?,
         "mkl-dnn" => mkl_dnn(&mut w, &mut p, m)?,
         "h2" => h2(&mut w, &mut p)?,
+        "unixbench" => unixbench(&mut w, &mut p)?,
         _ => {
             return Err(SimError::Input(format!(
                 "unknown workload '{name}'; valid: {}",
@@ -351,5 +352,74 @@ fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     main.push(Step::Exit);
     let main = w.add("h2", main);
     w.initial.push((main, "java".into(), Some(0)));
+    Ok(())
+}
+
+/// UnixBench-like tests (shared/seeds/002 reports UnixBench scores), chosen
+/// by `test`: 0 = execl throughput (a process exec'ing itself), 1 = pipe
+/// throughput (one process writing then reading a pipe), 2 = pipe-based
+/// context switching (two processes ping-ponging over two pipes), 3 = shell
+/// scripts with 1 concurrent, 4 = shell scripts with 8 concurrent. The
+/// metric is operations per second of the run (higher is better).
+/// ASSUMPTIONS: exec 150 us, pipe operation 2 us, a script forks 4
+/// utilities of 1 ms each; 2000 operations (100 scripts per copy).
+fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let test = p.int("test", 2)?;
+    let ops = p.int("operations", 2000)?.max(1);
+    let exec = p.num("exec_us", 150.0)?;
+    let pipe_op = p.num("pipe_us", 2.0)?;
+    let util = p.num("utility_us", 1000.0)?;
+    let main = match test {
+        0 => {
+            let body = w.add("execl", vec![Step::Exec("execl".into()), work(exec, 0.1), Step::Measure(0)]);
+            w.add("execl", vec![Step::Repeat(body, ops), Step::Exit])
+        }
+        1 => {
+            let pp = w.pipe(128);
+            let body = w.add("pipe", vec![Step::PipeWrite(pp), work(pipe_op, 0.1), Step::PipeRead(pp), work(pipe_op, 0.1), Step::Measure(0)]);
+            w.add("pipe", vec![Step::Repeat(body, ops), Step::Exit])
+        }
+        2 => {
+            let (a, b) = (w.pipe(128), w.pipe(128));
+            let pong_body = w.add("pong", vec![Step::PipeRead(a), work(pipe_op, 0.1), Step::PipeWrite(b)]);
+            let pong = w.add("pong", vec![Step::Repeat(pong_body, ops), Step::Exit]);
+            let ping_body =
+                w.add("ping", vec![work(pipe_op, 0.1), Step::PipeWrite(a), Step::PipeRead(b), Step::Measure(0)]);
+            w.add("context1", vec![Step::Fork(pong), Step::Repeat(ping_body, ops), Step::WaitAll, Step::Exit])
+        }
+        3 | 4 => {
+            let copies = if test == 3 { 1 } else { 8 };
+            let u = w.add("utility", vec![Step::Exec("util".into()), work(util, 0.5), Step::Exit]);
+            let script = w.add(
+                "script",
+                vec![
+                    Step::Exec("sh".into()),
+                    work(200.0, 0.5),
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Exit,
+                ],
+            );
+            let body = w.add("looper", vec![Step::Fork(script), Step::Wait, Step::Measure(0)]);
+            let per_copy = (ops / 20).max(1);
+            let copy = w.add("looper", vec![Step::Repeat(body, per_copy), Step::Exit]);
+            let mut m = vec![];
+            for _ in 0..copies {
+                m.push(Step::Fork(copy));
+            }
+            m.push(Step::WaitAll);
+            m.push(Step::Exit);
+            w.add("shell", m)
+        }
+        _ => return Err(SimError::Input(format!("unixbench: test must be 0 to 4 (execl, pipe, context, shell1, shell8), not {test}"))),
+    };
+    w.initial.push((main, "unixbench".into(), Some(0)));
+    w.metric = Some(MetricSpec { name: "unixbench_ops_per_s".into(), kind: MetricKind::Throughput });
     Ok(())
 }

@@ -19,6 +19,11 @@ fn every_workload_completes_under_every_governor() {
         "nas:iterations=10",
         "mkl-dnn:iterations=20",
         "h2:transactions=20",
+        "unixbench:test=0,operations=50",
+        "unixbench:test=1,operations=50",
+        "unixbench:test=2,operations=50",
+        "unixbench:test=3,operations=40",
+        "unixbench:test=4,operations=40",
     ];
     for w in small {
         for g in ["powersave", "schedutil", "performance"] {
