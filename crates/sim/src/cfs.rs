@@ -176,7 +176,7 @@ impl Cfs {
         })
     }
 
-    fn span<'a>(m: &'a Machine, level: Level, cpu: u32) -> &'a [u32] {
+    fn span(m: &Machine, level: Level, cpu: u32) -> &[u32] {
         match level {
             Level::Smt => m.siblings(cpu),
             Level::Mc => &m.die_cpus[m.cpu_die[cpu as usize] as usize],
@@ -248,7 +248,7 @@ impl Cfs {
 
     /// Groups of a domain: cores at SMT's parent (MC), dies at NUMA; at SMT
     /// each CPU is a group. Returned as (first CPU of group, its CPUs).
-    fn groups<'a>(m: &'a Machine, level: Level, cpu: u32) -> Vec<&'a [u32]> {
+    fn groups(m: &Machine, level: Level, cpu: u32) -> Vec<&[u32]> {
         match level {
             Level::Smt => m.siblings(cpu).chunks(1).collect(),
             Level::Mc => {

@@ -167,7 +167,7 @@ impl Machine {
         if s.threads_per_core == 0 || s.threads_per_core > 8 {
             return bad("threads_per_core", "must be between 1 and 8");
         }
-        if s.dies_per_socket == 0 || s.cores_per_socket % s.dies_per_socket != 0 {
+        if s.dies_per_socket == 0 || !s.cores_per_socket.is_multiple_of(s.dies_per_socket) {
             return bad("dies_per_socket", "must divide cores_per_socket");
         }
         if s.numbering != "linux" && s.numbering != "packed" {
