@@ -10,6 +10,7 @@ pub mod machine;
 pub mod policy;
 pub mod program;
 pub mod run;
+pub mod wfile;
 pub mod workloads;
 
 pub use dvfs::Governor;

@@ -149,7 +149,14 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     let governor = Governor::parse(&cfg.governor)?;
     let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
     let (wname, wparams) = parse_spec(&cfg.workload);
-    let workload = crate::workloads::build(wname, &wparams, &machine)?;
+    let workload = if wname.ends_with(".toml") || wname.contains('/') {
+        if !wparams.is_empty() {
+            return Err(SimError::Input(format!("workload file {wname} takes no parameters")));
+        }
+        crate::wfile::load(wname)?
+    } else {
+        crate::workloads::build(wname, &wparams, &machine)?
+    };
     let metric_spec = workload.metric.clone();
     let params = workload.params.clone();
     let header = Header {
