@@ -528,6 +528,35 @@ impl Cfs {
         Some(t)
     }
 
+    /// Move a task waiting in one of the fair class's queues to `to`'s queue
+    /// (for policies built on this one, e.g. a deferred migration when a
+    /// timer fires). False if the task is not waiting in a queue.
+    pub fn move_queued(&mut self, sim: &mut Sim, t: Tid, to: u32) -> bool {
+        let Some(from) = self.td.get(t as usize).and_then(|d| d.queued_on) else { return false };
+        if from == to {
+            return true;
+        }
+        let now = sim.now();
+        self.dequeue_queued(t);
+        let d = &mut self.td[t as usize];
+        d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
+        d.vr_cpu = to;
+        d.queued_on = Some(to);
+        let vr = d.vr;
+        self.rq[to as usize].queue.insert((vr, t));
+        self.set_waiting(to);
+        sim.set_task_cpu(t, to);
+        self.update_load(now, from);
+        self.update_load(now, to);
+        sim.kick(to);
+        true
+    }
+
+    /// Whether `t` waits in one of the fair class's queues (not running).
+    pub fn is_queued(&self, t: Tid) -> bool {
+        self.td.get(t as usize).is_some_and(|d| d.queued_on.is_some())
+    }
+
     /// Busiest CPU among those with waiting tasks, nearest to `cpu` first.
     fn busiest_near(&self, sim: &Sim, cpu: u32, max_level: Level) -> Option<u32> {
         let m = &sim.machine;

@@ -220,3 +220,100 @@ fn limits_stop_cleanly_with_a_partial_result() {
     assert!(out.partial.unwrap().contains("time limit"));
     assert_eq!(out.makespan_ns, 50_000_000);
 }
+
+/// A policy built on `cfs` through the public interface only, in the manner
+/// of S_move (shared/seeds/README.md): a forked child goes to the parent's
+/// CPU, with a 50 us timer that moves it to the fair class's choice if it has
+/// not run by then.
+struct Deferred {
+    cfs: warmcore_sim::cfs::Cfs,
+    first: std::collections::HashMap<u32, (u32, warmcore_sim::engine::TimerId)>,
+}
+
+impl warmcore_sim::Policy for Deferred {
+    fn name(&self) -> String {
+        "deferred".into()
+    }
+    fn init_task(&mut self, sim: &mut warmcore_sim::Sim, t: u32, parent: Option<u32>) {
+        self.cfs.init_task(sim, t, parent)
+    }
+    fn exit_task(&mut self, sim: &mut warmcore_sim::Sim, t: u32) {
+        self.cfs.exit_task(sim, t)
+    }
+    fn select_cpu(&mut self, sim: &mut warmcore_sim::Sim, t: u32, prev: u32, w: warmcore_sim::Wake) -> u32 {
+        let choice = self.cfs.select_cpu(sim, t, prev, w);
+        if w.kind == warmcore_sim::WakeKind::Fork && choice != w.waker_cpu {
+            let id = sim.set_timer(sim.now() + 50_000, t as u64);
+            self.first.insert(t, (choice, id));
+            return w.waker_cpu;
+        }
+        choice
+    }
+    fn enqueue(&mut self, sim: &mut warmcore_sim::Sim, t: u32, cpu: u32, f: warmcore_sim::Enq) {
+        self.cfs.enqueue(sim, t, cpu, f)
+    }
+    fn dispatch(&mut self, sim: &mut warmcore_sim::Sim, cpu: u32) -> Option<u32> {
+        self.cfs.dispatch(sim, cpu)
+    }
+    fn running(&mut self, sim: &mut warmcore_sim::Sim, t: u32, cpu: u32) {
+        if let Some((_, id)) = self.first.remove(&t) {
+            sim.cancel_timer(id);
+        }
+        self.cfs.running(sim, t, cpu)
+    }
+    fn stopping(&mut self, sim: &mut warmcore_sim::Sim, t: u32, cpu: u32, r: bool) {
+        self.cfs.stopping(sim, t, cpu, r)
+    }
+    fn tick(&mut self, sim: &mut warmcore_sim::Sim, cpu: u32, t: u32) {
+        self.cfs.tick(sim, cpu, t)
+    }
+    fn update_idle(&mut self, sim: &mut warmcore_sim::Sim, cpu: u32, idle: bool) {
+        self.cfs.update_idle(sim, cpu, idle)
+    }
+    fn timer(&mut self, sim: &mut warmcore_sim::Sim, token: u64) {
+        let t = token as u32;
+        if let Some((cpu, _)) = self.first.remove(&t) {
+            if self.cfs.is_queued(t) {
+                self.cfs.move_queued(sim, t, cpu);
+            }
+        }
+    }
+}
+
+#[test]
+fn policies_can_defer_migrations_with_timers() {
+    use warmcore_sim::Policy as _;
+    let m = Machine::load("default").unwrap();
+    let run = |parent_waits: bool| {
+        let mut w = Workload::new("defer");
+        let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
+        let mut steps = vec![Step::Fork(child)];
+        if !parent_waits {
+            steps.push(Step::Compute(Amount::fixed(6e6)));
+        }
+        steps.extend([Step::WaitAll, Step::Exit]);
+        let main = w.add("main", steps);
+        w.initial.push((main, "main".into(), Some(0)));
+        let c = Collect::default();
+        let p = Deferred { cfs: warmcore_sim::cfs::Cfs::new(&m, &[]).unwrap(), first: Default::default() };
+        assert_eq!(p.name(), "deferred");
+        let mut e = Engine::new(m.clone(), Governor::Performance, Box::new(p), w, 1, Box::new(c.clone())).unwrap();
+        e.check_invariants = true;
+        e.run(Limits::default()).unwrap();
+        let evs = c.0.borrow().clone();
+        evs
+    };
+    // The parent waits at once: the child runs on the parent's CPU, no move.
+    let evs = run(true);
+    let child_runs: Vec<u32> =
+        evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == 2).map(|x| x.0).collect();
+    assert_eq!(child_runs, vec![0]);
+    assert!(!evs.iter().any(|(_, e)| e.id == ids::MIGRATE));
+    // The parent keeps running: 50 us later the child moves to cfs's choice.
+    let evs = run(false);
+    let fork_t = evs.iter().find(|(_, e)| e.id == ids::FORK).unwrap().1.ts;
+    let mig = evs.iter().find(|(_, e)| e.id == ids::MIGRATE).expect("migrated").1;
+    assert_eq!(mig.ts - fork_t, 50_000);
+    assert_eq!(mig.a(), 0);
+    assert_ne!(mig.b(), 0);
+}
