@@ -751,6 +751,16 @@ impl Engine {
             if self.sim.alive == 0 {
                 break;
             }
+            let end = self.sim.workload.end_ns;
+            let next = self.sim.heap.peek().map(|e| e.t);
+            if let Some(end) = end {
+                if next.is_none_or(|t| t > end) {
+                    // The workload's own end (rt-app's duration).
+                    self.sim.now = end.max(self.sim.now);
+                    self.sim.last_exit = self.sim.now;
+                    break;
+                }
+            }
             let Some(ev) = self.sim.heap.pop() else {
                 return Err(self.deadlock());
             };

@@ -100,6 +100,9 @@ pub struct Workload {
     pub metric: Option<MetricSpec>,
     /// The parameters used, for the trace header and the JSON.
     pub params: Vec<(String, String)>,
+    /// The workload ends at this time whatever its tasks are doing
+    /// (rt-app's global duration); None: when its last task exits.
+    pub end_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +130,7 @@ impl Workload {
             barriers: Vec::new(),
             metric: None,
             params: Vec::new(),
+            end_ns: None,
         }
     }
     pub fn add(&mut self, name: &str, steps: Vec<Step>) -> ProgId {
