@@ -21,6 +21,8 @@
 
 use std::collections::BTreeSet;
 
+use warmcore_trace::ids;
+
 use crate::engine::{Sim, Tid, TICK_NS};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
@@ -683,12 +685,16 @@ impl Policy for Cfs {
             // period, unless it was kicked for NOHZ balancing.
             let kicked = std::mem::take(&mut self.rq[c].nohz_kicked);
             if (kicked || sim.avg_idle(cpu) >= MIGRATION_COST as f64) && !self.waiting.is_empty() {
+                sim.trace(cpu, 0, ids::IDLE_BALANCE_BEGIN, 0, 0);
                 let top = *self.levels.last().unwrap();
+                let mut pulled = 0;
                 if let Some(b) = self.busiest_near(sim, cpu, top) {
                     if self.pull(sim, b, cpu).is_some() {
                         self.n.newidle_pulls += 1;
+                        pulled = 1;
                     }
                 }
+                sim.trace(cpu, 0, ids::IDLE_BALANCE_END, pulled, 0);
             }
         }
         let &(vr, t) = self.rq[c].queue.first()?;
@@ -756,6 +762,7 @@ impl Policy for Cfs {
         if !self.balance {
             return;
         }
+        let t_pid = sim.task(t).pid;
         // Periodic balancing per level: interval = span weight ms, x32 on a
         // busy CPU (MODEL-FACTS.md section 3).
         for (li, &level) in self.levels.clone().iter().enumerate() {
@@ -768,11 +775,15 @@ impl Policy for Cfs {
                 continue;
             }
             self.rq[c].next_balance[li] = now + interval;
+            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
+            let mut pulled = 0;
             if let Some(b) = self.busiest_near(sim, cpu, level) {
                 if self.rq[b as usize].nr_running() > self.rq[c].nr_running() + 1 && self.pull(sim, b, cpu).is_some() {
                     self.n.periodic_pulls += 1;
+                    pulled = 1;
                 }
             }
+            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
         }
         // NOHZ idle balance: a busy CPU with waiting tasks kicks an idle CPU
         // to pull work (MODEL-FACTS.md section 3).
