@@ -243,7 +243,6 @@ pub struct Sim {
     pub(crate) events: u64,
     timers: Vec<TimerSlot>,
     free_timers: Vec<u32>,
-    fired: Vec<u64>,
     workload: Workload,
     progs: std::rc::Rc<Vec<Program>>,
     pipes: Vec<Pipe>,
@@ -712,7 +711,6 @@ impl Engine {
             events: 0,
             timers: Vec::new(),
             free_timers: Vec::new(),
-            fired: Vec::new(),
             pipes,
             futexes,
             barriers,
@@ -941,7 +939,6 @@ impl Engine {
                 }
             }
         }
-        let _ = &self.sim.fired;
         Ok(())
     }
 
