@@ -9,6 +9,7 @@ pub mod engine;
 pub mod machine;
 pub mod policy;
 pub mod program;
+pub mod replay;
 pub mod rtapp;
 pub mod run;
 pub mod wfile;

@@ -154,6 +154,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
             return Err(SimError::Input(format!("workload file {wname} takes no parameters")));
         }
         crate::wfile::load(wname)?
+    } else if wname == "replay" {
+        match wparams.as_slice() {
+            [(k, f)] if k == "trace" => crate::replay::load(f)?,
+            _ => return Err(SimError::Input("workload replay takes one parameter: replay:trace=FILE.wct".into())),
+        }
     } else if wname == "rtapp" {
         match wparams.as_slice() {
             [(k, f)] if k == "file" => crate::rtapp::load(f)?,

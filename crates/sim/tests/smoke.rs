@@ -105,3 +105,26 @@ fn fork_wait_chain_shows_inversions_and_underload() {
         .sum();
     assert!(low > 0.5, "{bands}");
 }
+
+#[test]
+fn replay_of_a_simulated_trace_reproduces_its_tasks() {
+    let dir = std::env::temp_dir().join(format!("warmcore-sim-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let orig = dir.join("orig.wct");
+    let mut c = cfg("default", "configure:checks=20", "cfs", "performance");
+    c.trace = Some(orig.clone());
+    let a = run(&c).unwrap();
+    let mut c = cfg("default", &format!("replay:trace={}", orig.display()), "cfs", "performance");
+    let replayed = dir.join("replayed.wct");
+    c.trace = Some(replayed.clone());
+    let b = run(&c).unwrap();
+    assert!(b.partial.is_none());
+    let ratio = b.makespan_ns as f64 / a.makespan_ns as f64;
+    assert!((0.8..1.5).contains(&ratio), "replay took {ratio} x the original");
+    let n = |p: &std::path::Path| warmcore_trace::Trace::open(p).unwrap().processes().len();
+    // The replay adds one starter per task that existed before the trace.
+    assert!(n(&replayed) >= n(&orig), "{} {}", n(&replayed), n(&orig));
+    let m = run(&cfg("default", "replay:trace=/nonexistent.wct", "cfs", "powersave")).unwrap_err().to_string();
+    assert!(m.contains("/nonexistent.wct"), "{m}");
+    std::fs::remove_dir_all(&dir).ok();
+}
