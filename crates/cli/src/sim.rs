@@ -16,7 +16,10 @@ pub struct SimArgs {
     #[arg(long, default_value = "default")]
     pub machine: String,
     /// Workload and its parameters: name[:key=value,...], e.g.
-    /// hackbench:groups=25,loops=50.
+    /// hackbench:groups=25,loops=50. Built in: configure, kbuild,
+    /// perl-startup, hackbench, periodic, schbench, nas, mkl-dnn, h2,
+    /// unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct, or a
+    /// workload .toml file (see workloads/).
     #[arg(long)]
     pub workload: String,
     /// Placement policy, with parameters: name[:key=value,...].
