@@ -15,7 +15,9 @@
 //! - `schedutil`: 1.25 x util x f_max over PELT utilisation (32 ms half-life),
 //!   rate limited (MODEL-FACTS.md section 4); the request is applied at once
 //!   (the raw transition takes tens of microseconds, shared/seeds/000,
-//!   section 2). Frequency invariance and util_est are not modelled.
+//!   section 2). The utilisation is the CPU's, or its current task's if
+//!   higher (a new task starts at half); frequency invariance and util_est
+//!   are not modelled.
 //!
 //! SMT siblings share their core's frequency: state is per core.
 

@@ -90,6 +90,9 @@ pub struct Task {
     wait: WaitFor,
     block_gen: u32,
     blocked_on: BlockedOn,
+    /// The task's PELT utilisation (0..1) as of `util_t`.
+    util: f64,
+    util_t: u64,
 }
 
 // The fields are read through Debug, in the deadlock message.
@@ -607,6 +610,20 @@ impl Sim {
         }
     }
 
+    /// Bring a task's utilisation to now: it grew while it ran, decayed
+    /// otherwise (PELT, 32 ms half-life).
+    fn task_util(&mut self, t: Tid) -> f64 {
+        let task = &mut self.tasks[t as usize];
+        let dt = self.now.saturating_sub(task.util_t);
+        if dt > 0 {
+            let target = if task.state == TState::Running { 1.0 } else { 0.0 };
+            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+            task.util = target + (task.util - target) * decay;
+            task.util_t = self.now;
+        }
+        task.util
+    }
+
     /// schedutil: next_f = 1.25 x f_max x util, rate limited
     /// (MODEL-FACTS.md section 4).
     fn schedutil_update(&mut self, c: u32) {
@@ -625,6 +642,11 @@ impl Sim {
             let s = self.machine.core_cpus[core as usize][i];
             self.pelt_update(s);
             util = util.max(self.cpus[s as usize].util);
+            // The CPU's utilisation includes its current task's, which a
+            // task migrating or newly created brings along.
+            if let Some(t) = self.cpus[s as usize].curr {
+                util = util.max(self.task_util(t));
+            }
         }
         let step = self.machine.spec.dvfs.freq_step_mhz * 1000;
         let want = 1.25 * util * self.machine.max_khz() as f64;
@@ -1038,6 +1060,11 @@ impl Engine {
             wait: WaitFor::None,
             block_gen: 0,
             blocked_on: BlockedOn::Nothing,
+            // A new task starts at half utilisation: util_avg = 512 when
+            // forked on an idle CPU (MODEL-FACTS.md section 4; we use it
+            // whatever the CPU's load).
+            util: 0.5,
+            util_t: self.sim.now,
         });
         self.sim.alive += 1;
         (self.sim.tasks.len() - 1) as Tid
@@ -1090,6 +1117,7 @@ impl Engine {
 
     /// Take `t` off `c` (it blocks, exits or is preempted).
     fn stop(&mut self, c: u32, t: Tid, state: u32) {
+        self.sim.task_util(t);
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.pelt_update(c);
         let cpu = &mut self.sim.cpus[c as usize];
@@ -1149,6 +1177,7 @@ impl Engine {
                     self.sim.migrate(t, old, c, c);
                 }
                 self.sim.pelt_update(c);
+                self.sim.task_util(t);
                 let now = self.sim.now;
                 let cpu = &mut self.sim.cpus[c as usize];
                 cpu.mode = Mode::Running;
