@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod record;
+mod sim;
 mod time;
 mod trace;
 
@@ -23,6 +24,10 @@ enum Cmd {
     Record(record::RecordArgs),
     /// Measure how fast a CPU's frequency ramps up under load and falls back (needs frequency readings).
     Ftl(record::FtlArgs),
+    /// Simulate a workload on a modelled machine under a placement policy.
+    Sim(sim::SimArgs),
+    /// Compare placement policies on one machine and workload.
+    Compare(sim::CompareArgs),
 }
 
 fn main() {
@@ -31,6 +36,8 @@ fn main() {
         Cmd::Trace(c) => trace::run(c),
         Cmd::Record(a) => record::run(a),
         Cmd::Ftl(a) => record::ftl(a),
+        Cmd::Sim(a) => sim::sim(a),
+        Cmd::Compare(a) => sim::compare(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

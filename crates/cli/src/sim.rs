@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore sim` and `warmcore compare`: thin wrappers over warmcore-sim.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::Serialize;
+use warmcore_sim::{run, Limits, RunConfig, RunReport};
+
+#[derive(Args)]
+pub struct SimArgs {
+    /// Machine preset (default, xeon-e7-8870v4, xeon-gold-6130-2s,
+    /// xeon-gold-6130-4s, xeon-gold-5218-2s, ryzen5-3400g, ryzen5-pro-4650g)
+    /// or a path to a machine .toml file.
+    #[arg(long, default_value = "default")]
+    pub machine: String,
+    /// Workload and its parameters: name[:key=value,...], e.g.
+    /// hackbench:groups=25,loops=50. Built in: configure, kbuild,
+    /// perl-startup, hackbench, periodic, schbench, nas, mkl-dnn, h2,
+    /// unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct, or a
+    /// workload .toml file (see workloads/).
+    #[arg(long)]
+    pub workload: String,
+    /// Placement policy, with parameters: name[:key=value,...].
+    #[arg(long, default_value = "cfs")]
+    pub policy: String,
+    /// Frequency governor: powersave (hardware-controlled), schedutil,
+    /// performance.
+    #[arg(long, default_value = "powersave")]
+    pub governor: String,
+    /// Seed of the run's random generator: same inputs and seed, same result.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the run's events to this .wct trace.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this much simulated time, in seconds (partial result).
+    #[arg(long)]
+    pub max_time: Option<f64>,
+    /// Stop after this many trace events (partial result).
+    #[arg(long)]
+    pub max_events: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Machine preset or machine file (see `warmcore sim --help`).
+    #[arg(long, default_value = "default")]
+    pub machine: String,
+    /// Workload and its parameters: name[:key=value,...].
+    #[arg(long)]
+    pub workload: String,
+    /// Comma-separated policies; improvements are relative to the first.
+    #[arg(long, default_value = "cfs")]
+    pub policies: String,
+    /// Frequency governor: powersave, schedutil, performance.
+    #[arg(long, default_value = "powersave")]
+    pub governor: String,
+    /// Runs per policy, with seeds 1..=N.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn limits(max_time: Option<f64>, max_events: Option<u64>) -> Result<Limits> {
+    let mut l = Limits::default();
+    if let Some(t) = max_time {
+        if !(t > 0.0 && t.is_finite()) {
+            bail!("--max-time must be a positive number of seconds, not {t}");
+        }
+        l.max_sim_ns = (t * 1e9) as u64;
+    }
+    if let Some(e) = max_events {
+        l.max_events = e;
+    }
+    Ok(l)
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3} ms", ns / 1e6)
+}
+
+pub fn sim(a: SimArgs) -> Result<()> {
+    let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
+    cfg.trace = a.trace.clone();
+    cfg.limits = limits(a.max_time, a.max_events)?;
+    let r = run(&cfg)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_report(&r);
+    }
+    Ok(())
+}
+
+fn print_report(r: &RunReport) {
+    println!("machine    {}", r.machine);
+    println!("workload   {}", r.workload);
+    println!("policy     {} ({})", r.policy, r.governor);
+    if let Some(p) = &r.partial {
+        println!("PARTIAL    {p}");
+    }
+    println!("makespan   {}", ms(r.makespan_ns as f64));
+    println!("energy     {:.3} J", r.energy_j);
+    println!("migrations {}", r.migrations);
+    println!("{:<10} {:.6}", r.metric.name, r.metric.value);
+    println!("events     {} in {:.3} s", r.sim_events, r.wall_ns as f64 / 1e9);
+}
+
+#[derive(Serialize)]
+struct PolicyResult {
+    policy: String,
+    mean: f64,
+    std: f64,
+    improvement_pct: f64,
+    energy_j: f64,
+    energy_improvement_pct: f64,
+}
+
+#[derive(Serialize)]
+struct Comparison {
+    machine: String,
+    workload: String,
+    governor: String,
+    runs: u32,
+    metric: String,
+    results: Vec<PolicyResult>,
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 { v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (m, var.sqrt())
+}
+
+/// Improvement in percent, higher is better, whatever the metric's direction
+/// (shared/seeds/000, section 4: "higher is always better").
+fn improvement(base: f64, x: f64, lower_is_better: bool) -> f64 {
+    if base == 0.0 {
+        return 0.0;
+    }
+    if lower_is_better {
+        (base - x) / base * 100.0
+    } else {
+        (x - base) / base * 100.0
+    }
+}
+
+pub fn compare(a: CompareArgs) -> Result<()> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let policies: Vec<&str> = a.policies.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if policies.is_empty() {
+        bail!("--policies needs at least one policy name");
+    }
+    let mut rows = Vec::new();
+    let mut metric = String::new();
+    let mut lower = true;
+    let mut machine = a.machine.clone();
+    for p in &policies {
+        let mut vals = Vec::new();
+        let mut energy = Vec::new();
+        for seed in 1..=a.runs as u64 {
+            let r = run(&RunConfig::new(&a.machine, &a.workload, p, &a.governor, seed))?;
+            if let Some(why) = &r.partial {
+                bail!("run of {p} with seed {seed} stopped early: {why}");
+            }
+            metric = r.metric.name.clone();
+            lower = r.metric.better == "lower";
+            machine = r.machine.clone();
+            vals.push(r.metric.value);
+            energy.push(r.energy_j);
+        }
+        let (m, s) = mean_std(&vals);
+        let (e, _) = mean_std(&energy);
+        rows.push((p.to_string(), m, s, e));
+    }
+    let (base, base_e) = (rows[0].1, rows[0].3);
+    let results: Vec<PolicyResult> = rows
+        .into_iter()
+        .map(|(policy, mean, std, e)| PolicyResult {
+            policy,
+            mean,
+            std,
+            improvement_pct: improvement(base, mean, lower),
+            energy_j: e,
+            energy_improvement_pct: improvement(base_e, e, true),
+        })
+        .collect();
+    let c = Comparison { machine, workload: a.workload, governor: a.governor, runs: a.runs, metric, results };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+        return Ok(());
+    }
+    println!("{} on {} ({}), {} run(s) each; metric {}", c.workload, c.machine, c.governor, c.runs, c.metric);
+    println!("{:<24} {:>16} {:>12} {:>10} {:>12} {:>10}", "policy", "mean", "std", "improv.%", "energy J", "energy %");
+    for r in &c.results {
+        println!(
+            "{:<24} {:>16.3} {:>12.3} {:>10.2} {:>12.3} {:>10.2}",
+            r.policy, r.mean, r.std, r.improvement_pct, r.energy_j, r.energy_improvement_pct
+        );
+    }
+    Ok(())
+}

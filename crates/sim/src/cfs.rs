@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `cfs`: a model of Linux's fair class (5.9, as in shared/seeds/001 (Nest),
+//! section 2.1), with the details of MODEL-FACTS.md sections 1-3.
+//!
+//! - Fork and exec placement walk the domain hierarchy from the top: the
+//!   least loaded group (5.9 classification: spare capacity, most idle CPUs,
+//!   then lowest recent load), then the best CPU in it, scanning groups from
+//!   the forking CPU's; recent (decayed) load counts, so recently used cores
+//!   look busier than long-idle ones.
+//! - Wakeup: wake_wide / wake_affine choose between the previous CPU and the
+//!   waker's, then select_idle_sibling searches the target's die: the target,
+//!   the previous CPU, the recently used CPU, an idle core, a few idle CPUs,
+//!   the target's sibling, else the target.
+//! - Per-CPU vruntime-ordered queues, wakeup preemption, tick preemption.
+//! - Periodic load balancing per domain level (interval = span weight in ms,
+//!   x32 when busy), newly-idle balancing, and NOHZ idle balancing kicked
+//!   from busy ticks. Idle CPUs get no ticks (the engine).
+//!
+//! Simplifications (stated): all tasks nice 0; loads are PELT averages of
+//! runnable-task counts; balancing moves one task per pass.
+
+use std::collections::BTreeSet;
+
+use warmcore_trace::ids;
+
+use crate::engine::{Sim, Tid, TICK_NS};
+use crate::machine::Machine;
+use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::SimError;
+
+const MS: u64 = 1_000_000;
+/// sched_latency 24 ms, min_granularity 3 ms, wakeup_granularity 4 ms,
+/// sched_nr_latency 8: the defaults x4 (MODEL-FACTS.md section 2).
+const LATENCY: u64 = 24 * MS;
+const MIN_GRAN: u64 = 3 * MS;
+const WAKEUP_GRAN: u64 = 4 * MS;
+const NR_LATENCY: u64 = 8;
+/// GENTLE_FAIR_SLEEPERS: a waking task is placed at most latency/2 behind
+/// min_vruntime (MODEL-FACTS.md section 2).
+const SLEEPER_CREDIT: u64 = LATENCY / 2;
+/// sched_migration_cost (MODEL-FACTS.md section 2).
+const MIGRATION_COST: u64 = MS / 2;
+/// busy_factor (MODEL-FACTS.md section 3).
+const BUSY_FACTOR: u64 = 32;
+/// PELT half-life (MODEL-FACTS.md section 4).
+const PELT_HALF_LIFE_NS: f64 = 32e6;
+/// Cost of checking one CPU in select_idle_cpu, for SIS_PROP's budget.
+/// ASSUMPTION: 500 ns (the kernel measures it; no figure in the seeds).
+const SCAN_COST_NS: f64 = 500.0;
+
+/// A PELT-style average of a count (runnable tasks), decaying with a 32 ms
+/// half-life.
+#[derive(Clone, Copy, Debug, Default)]
+struct Avg {
+    v: f64,
+    n: f64,
+    t: u64,
+}
+impl Avg {
+    fn at(&self, now: u64) -> f64 {
+        if now <= self.t {
+            return self.v;
+        }
+        let d = (-((now - self.t) as f64) * (std::f64::consts::LN_2 / PELT_HALF_LIFE_NS)).exp();
+        self.n + (self.v - self.n) * d
+    }
+    fn set(&mut self, now: u64, n: f64) {
+        self.v = self.at(now);
+        self.t = now.max(self.t);
+        self.n = n;
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    queue: BTreeSet<(u64, Tid)>,
+    min_vr: u64,
+    curr: Option<Tid>,
+    /// Recent load: average of runnable tasks (includes the decaying load of
+    /// tasks that ran here recently, as 5.9's load_avg with blocked load).
+    load: Avg,
+    next_balance: [u64; 3],
+    nohz_kicked: bool,
+}
+impl Rq {
+    fn nr_running(&self) -> u64 {
+        self.queue.len() as u64 + self.curr.is_some() as u64
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct TaskData {
+    vr: u64,
+    /// The CPU whose min_vruntime `vr` is relative to.
+    vr_cpu: u32,
+    exec_start: u64,
+    picked_at: u64,
+    load: Avg,
+    last_wakee: Option<Tid>,
+    wakee_flips: u32,
+    flips_decay: u64,
+    recent_used_cpu: u32,
+    queued_on: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    Smt = 0,
+    Mc = 1,
+    Numa = 2,
+}
+
+#[derive(Default, Debug)]
+struct Counters {
+    fork_placements: u64,
+    exec_migrations: u64,
+    wakeups: u64,
+    wake_affine: u64,
+    idle_core_found: u64,
+    periodic_pulls: u64,
+    newidle_pulls: u64,
+    nohz_kicks: u64,
+    wakeup_preemptions: u64,
+    tick_preemptions: u64,
+}
+
+pub struct Cfs {
+    rq: Vec<Rq>,
+    td: Vec<TaskData>,
+    /// CPUs whose queue holds waiting tasks.
+    waiting: BTreeSet<u32>,
+    /// Per die: a fully idle core may exist (sd_llc_shared->has_idle_cores).
+    has_idle_cores: Vec<bool>,
+    /// Per die, its CPUs in id order, and each CPU's position in its die.
+    llc_pos: Vec<u32>,
+    nohz_next: u64,
+    levels: Vec<Level>,
+    n: Counters,
+    balance: bool,
+}
+
+impl Cfs {
+    pub fn new(m: &Machine, params: &[(String, String)]) -> Result<Cfs, SimError> {
+        let mut balance = true;
+        for (k, v) in params {
+            match (k.as_str(), v.as_str()) {
+                ("balance", "on") => balance = true,
+                ("balance", "off") => balance = false,
+                ("balance", _) => return Err(SimError::Input(format!("cfs: balance must be on or off, not '{v}'"))),
+                _ => return Err(SimError::Input(format!("unknown cfs parameter '{k}'; valid: balance"))),
+            }
+        }
+        let n = m.nr_cpus as usize;
+        let mut llc_pos = vec![0; n];
+        for cpus in &m.die_cpus {
+            for (i, &c) in cpus.iter().enumerate() {
+                llc_pos[c as usize] = i as u32;
+            }
+        }
+        let mut levels = Vec::new();
+        if m.spec.threads_per_core > 1 {
+            levels.push(Level::Smt);
+        }
+        levels.push(Level::Mc);
+        if m.die_cpus.len() > 1 {
+            levels.push(Level::Numa);
+        }
+        Ok(Cfs {
+            rq: vec![Rq::default(); n],
+            td: Vec::new(),
+            waiting: BTreeSet::new(),
+            has_idle_cores: vec![true; m.die_cpus.len()],
+            llc_pos,
+            nohz_next: 0,
+            levels,
+            n: Counters::default(),
+            balance,
+        })
+    }
+
+    fn span(m: &Machine, level: Level, cpu: u32) -> &[u32] {
+        match level {
+            Level::Smt => m.siblings(cpu),
+            Level::Mc => &m.die_cpus[m.cpu_die[cpu as usize] as usize],
+            Level::Numa => &m.socket_cpus[0][..0],
+        }
+    }
+
+    /// imbalance_pct per level (MODEL-FACTS.md section 1).
+    fn imbalance_pct(level: Level) -> u64 {
+        match level {
+            Level::Smt => 110,
+            Level::Mc => 117,
+            Level::Numa => 125,
+        }
+    }
+
+    fn lowest_shared_level(m: &Machine, a: u32, b: u32) -> Level {
+        if m.cpu_core[a as usize] == m.cpu_core[b as usize] {
+            Level::Smt
+        } else if m.cpu_die[a as usize] == m.cpu_die[b as usize] {
+            Level::Mc
+        } else {
+            Level::Numa
+        }
+    }
+
+    fn load(&self, now: u64, c: u32) -> f64 {
+        self.rq[c as usize].load.at(now)
+    }
+
+    fn update_load(&mut self, now: u64, c: u32) {
+        let nr = self.rq[c as usize].nr_running() as f64;
+        self.rq[c as usize].load.set(now, nr);
+    }
+
+    fn set_waiting(&mut self, c: u32) {
+        if self.rq[c as usize].queue.is_empty() {
+            self.waiting.remove(&c);
+        } else {
+            self.waiting.insert(c);
+        }
+    }
+
+    fn curr_vr(&self, now: u64, c: u32) -> Option<u64> {
+        self.rq[c as usize].curr.map(|t| {
+            let d = &self.td[t as usize];
+            d.vr + now.saturating_sub(d.exec_start)
+        })
+    }
+
+    fn update_min_vr(&mut self, now: u64, c: u32) {
+        let left = self.rq[c as usize].queue.first().map(|e| e.0);
+        let cur = self.curr_vr(now, c);
+        let m = match (left, cur) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return,
+        };
+        let rq = &mut self.rq[c as usize];
+        rq.min_vr = rq.min_vr.max(m);
+    }
+
+    /// sched_slice for a queue of `nr` nice-0 tasks.
+    fn slice(nr: u64) -> u64 {
+        let nr = nr.max(1);
+        let period = if nr > NR_LATENCY { nr * MIN_GRAN } else { LATENCY };
+        period / nr
+    }
+
+    /// Groups of a domain: cores at SMT's parent (MC), dies at NUMA; at SMT
+    /// each CPU is a group. Returned as (first CPU of group, its CPUs).
+    fn groups(m: &Machine, level: Level, cpu: u32) -> Vec<&[u32]> {
+        match level {
+            Level::Smt => m.siblings(cpu).chunks(1).collect(),
+            Level::Mc => {
+                let die = m.cpu_die[cpu as usize];
+                let mut seen: Vec<&[u32]> = Vec::new();
+                for &c in &m.die_cpus[die as usize] {
+                    let core = &m.core_cpus[m.cpu_core[c as usize] as usize];
+                    if core[0] == c {
+                        seen.push(core);
+                    }
+                }
+                seen
+            }
+            Level::Numa => m.die_cpus.iter().map(|v| v.as_slice()).collect(),
+        }
+    }
+
+    /// find_idlest_group_cpu: an idle CPU with the shallowest idle state,
+    /// ties to the most recently idled; else the least loaded.
+    /// Runnable count of `c`, not counting the task being placed if it runs
+    /// there (exec): 5.9 classifies groups "without p".
+    fn nr_without(&self, c: u32, exclude: Option<u32>) -> u64 {
+        self.rq[c as usize].nr_running() - (exclude == Some(c)) as u64
+    }
+
+    fn idle_without(&self, sim: &Sim, c: u32, exclude: Option<u32>) -> bool {
+        if exclude == Some(c) {
+            self.nr_without(c, exclude) == 0
+        } else {
+            self.idle(sim, c)
+        }
+    }
+
+    fn idlest_cpu(&self, sim: &Sim, group: &[u32], from: u32, exclude: Option<u32>) -> u32 {
+        let now = sim.now();
+        let mut best: Option<(u64, std::cmp::Reverse<u64>, u32)> = None;
+        let mut least = (f64::MAX, from);
+        let n = group.len();
+        let start = group.iter().position(|&c| c == from).unwrap_or(0);
+        for i in 0..n {
+            let c = group[(start + i) % n];
+            if self.idle_without(sim, c, exclude) {
+                // The exec'ing task's own CPU is hot: no exit latency, idle
+                // since now.
+                let key = if exclude == Some(c) {
+                    (0, std::cmp::Reverse(sim.now()), c)
+                } else {
+                    (sim.idle_exit_latency(c), std::cmp::Reverse(sim.cpu(c).idle_since), c)
+                };
+                if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+                    best = Some(key);
+                }
+            } else {
+                let l = self.load(now, c);
+                if l < least.0 {
+                    least = (l, c);
+                }
+            }
+        }
+        best.map(|b| b.2).unwrap_or(least.1)
+    }
+
+    /// Slow path for fork and exec (find_idlest_cpu, 5.9 rules).
+    fn find_idlest(&self, sim: &Sim, cpu0: u32, exclude: Option<u32>) -> u32 {
+        let m = &sim.machine;
+        let now = sim.now();
+        let mut cpu = cpu0;
+        let mut li = self.levels.len();
+        while li > 0 {
+            let level = self.levels[li - 1];
+            if level == Level::Smt {
+                // The lowest level's groups are single CPUs.
+                let core = m.siblings(cpu);
+                cpu = self.idlest_cpu(sim, core, cpu, exclude);
+                break;
+            }
+            let groups = Self::groups(m, level, cpu);
+            let local_idx = groups.iter().position(|g| g.contains(&cpu)).unwrap();
+            // (idle CPUs, nr_running, load, weight)
+            let stats = |g: &[u32]| {
+                let mut idle = 0u32;
+                let mut nr = 0u64;
+                let mut load = 0.0;
+                for &c in g {
+                    let r = self.nr_without(c, exclude);
+                    if self.idle_without(sim, c, exclude) {
+                        idle += 1;
+                    }
+                    nr += r;
+                    load += self.load(now, c);
+                }
+                (idle, nr, load, g.len() as u64)
+            };
+            let local = stats(groups[local_idx]);
+            let ng = groups.len();
+            let mut idlest: Option<(usize, (u32, u64, f64, u64))> = None;
+            for i in 1..ng {
+                let gi = (local_idx + i) % ng;
+                let s = stats(groups[gi]);
+                let better = match idlest {
+                    None => true,
+                    Some((_, b)) => {
+                        let (st, bt) = (s.1 >= s.3, b.1 >= b.3);
+                        if st != bt {
+                            !st
+                        } else if !st {
+                            // has_spare: most idle CPUs, then lowest load.
+                            s.0 > b.0 || (s.0 == b.0 && s.2 < b.2)
+                        } else {
+                            s.2 / (s.3 as f64) < b.2 / (b.3 as f64)
+                        }
+                    }
+                };
+                if better {
+                    idlest = Some((gi, s));
+                }
+            }
+            let go = match idlest {
+                None => false,
+                Some((_, s)) => {
+                    let (ls, is) = (local.1 >= local.3, s.1 >= s.3);
+                    if ls != is {
+                        ls
+                    } else if !ls {
+                        if level == Level::Numa && local.0 > 0 {
+                            false
+                        } else {
+                            s.0 > local.0
+                        }
+                    } else {
+                        let pct = Self::imbalance_pct(level) as f64 / 100.0;
+                        s.2 / (s.3 as f64) * pct < local.2 / (local.3 as f64)
+                    }
+                }
+            };
+            if go {
+                let g = groups[idlest.unwrap().0];
+                cpu = self.idlest_cpu(sim, g, g[0], exclude);
+                if level == Level::Mc {
+                    break;
+                }
+            }
+            li -= 1;
+        }
+        cpu
+    }
+
+    fn record_wakee(&mut self, now: u64, waker: Tid, wakee: Tid) {
+        let d = &mut self.td[waker as usize];
+        // wakee_flips decay: halved at most once per second.
+        if now > d.flips_decay + 1_000_000_000 {
+            d.wakee_flips /= 2;
+            d.flips_decay = now;
+        }
+        if d.last_wakee != Some(wakee) {
+            d.last_wakee = Some(wakee);
+            d.wakee_flips += 1;
+        }
+    }
+
+    fn wake_wide(&self, m: &Machine, waker: Tid, wakee: Tid, cpu: u32) -> bool {
+        let factor = m.die_cpus[m.cpu_die[cpu as usize] as usize].len() as u32;
+        let mut master = self.td[waker as usize].wakee_flips;
+        let mut slave = self.td[wakee as usize].wakee_flips;
+        if master < slave {
+            std::mem::swap(&mut master, &mut slave);
+        }
+        !(slave < factor || master < slave * factor)
+    }
+
+    fn wake_affine(&self, sim: &Sim, t: Tid, this: u32, prev: u32, sync: bool) -> u32 {
+        let m = &sim.machine;
+        let now = sim.now();
+        // WA_IDLE
+        let share = m.cpu_die[this as usize] == m.cpu_die[prev as usize];
+        if sim.cpu_is_idle(this) && share {
+            return if sim.cpu_is_idle(prev) { prev } else { this };
+        }
+        if sync && self.rq[this as usize].nr_running() == 1 {
+            return this;
+        }
+        // WA_WEIGHT
+        let tl = self.td[t as usize].load.at(now);
+        let mut this_eff = self.load(now, this);
+        if sync {
+            if let Some(c) = self.rq[this as usize].curr {
+                this_eff -= self.td[c as usize].load.at(now);
+            }
+        }
+        this_eff = (this_eff + tl) * 100.0;
+        let pct = Self::imbalance_pct(Self::lowest_shared_level(m, this, prev)) as f64;
+        let prev_eff = (self.load(now, prev) - tl) * (100.0 + (pct - 100.0) / 2.0);
+        if this_eff < prev_eff {
+            this
+        } else {
+            prev
+        }
+    }
+
+    fn llc_scan<'a>(&self, m: &'a Machine, target: u32) -> impl Iterator<Item = u32> + 'a {
+        let cpus = &m.die_cpus[m.cpu_die[target as usize] as usize];
+        let start = self.llc_pos[target as usize] as usize;
+        let n = cpus.len();
+        (0..n).map(move |i| cpus[(start + i) % n])
+    }
+
+    fn idle(&self, sim: &Sim, c: u32) -> bool {
+        self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
+    }
+
+    fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32) -> u32 {
+        let m = &sim.machine;
+        if self.idle(sim, target) {
+            return target;
+        }
+        let share = |a: u32, b: u32| m.cpu_die[a as usize] == m.cpu_die[b as usize];
+        if prev != target && share(prev, target) && self.idle(sim, prev) {
+            return prev;
+        }
+        let recent = self.td[t as usize].recent_used_cpu;
+        if recent != prev && recent != target && share(recent, target) && self.idle(sim, recent) {
+            self.td[t as usize].recent_used_cpu = prev;
+            return recent;
+        }
+        let die = m.cpu_die[target as usize] as usize;
+        if m.spec.threads_per_core > 1 && self.has_idle_cores[die] {
+            let found = self
+                .llc_scan(m, target)
+                .find(|&c| m.siblings(c).iter().all(|&s| self.idle(sim, s)));
+            match found {
+                Some(c) => {
+                    self.n.idle_core_found += 1;
+                    return c;
+                }
+                None => self.has_idle_cores[die] = false,
+            }
+        }
+        // select_idle_cpu with SIS_PROP's budget (MODEL-FACTS.md section 1).
+        let llc_weight = m.die_cpus[die].len() as f64;
+        let a = sim.avg_idle(target) / 512.0;
+        let c = SCAN_COST_NS + 1.0;
+        let nr = if a > 4.0 * c { (llc_weight * a / c) as usize } else { 4 };
+        if let Some(found) = self.llc_scan(m, target).skip(1).take(nr).find(|&c| self.idle(sim, c)) {
+            return found;
+        }
+        if let Some(&s) = m.siblings(target).iter().find(|&&s| s != target && self.idle(sim, s)) {
+            return s;
+        }
+        target
+    }
+
+    fn dequeue_queued(&mut self, t: Tid) {
+        if let Some(c) = self.td[t as usize].queued_on.take() {
+            let vr = self.td[t as usize].vr;
+            self.rq[c as usize].queue.remove(&(vr, t));
+            self.set_waiting(c);
+        }
+    }
+
+    /// Move a waiting task from `from` to `to` (load balancing).
+    fn pull(&mut self, sim: &mut Sim, from: u32, to: u32) -> Option<Tid> {
+        let now = sim.now();
+        // The kernel detaches from the tail of the task list, skipping
+        // cache-hot tasks; we take the last (largest vruntime) waiting task.
+        let &(_, t) = self.rq[from as usize].queue.last()?;
+        self.dequeue_queued(t);
+        let d = &mut self.td[t as usize];
+        d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
+        d.vr_cpu = to;
+        d.queued_on = Some(to);
+        let vr = d.vr;
+        self.rq[to as usize].queue.insert((vr, t));
+        self.set_waiting(to);
+        sim.set_task_cpu(t, to);
+        self.update_load(now, from);
+        self.update_load(now, to);
+        Some(t)
+    }
+
+    /// Move a task waiting in one of the fair class's queues to `to`'s queue
+    /// (for policies built on this one, e.g. a deferred migration when a
+    /// timer fires). False if the task is not waiting in a queue.
+    pub fn move_queued(&mut self, sim: &mut Sim, t: Tid, to: u32) -> bool {
+        let Some(from) = self.td.get(t as usize).and_then(|d| d.queued_on) else { return false };
+        if from == to {
+            return true;
+        }
+        let now = sim.now();
+        self.dequeue_queued(t);
+        let d = &mut self.td[t as usize];
+        d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
+        d.vr_cpu = to;
+        d.queued_on = Some(to);
+        let vr = d.vr;
+        self.rq[to as usize].queue.insert((vr, t));
+        self.set_waiting(to);
+        sim.set_task_cpu(t, to);
+        self.update_load(now, from);
+        self.update_load(now, to);
+        sim.kick(to);
+        true
+    }
+
+    /// Whether `t` waits in one of the fair class's queues (not running).
+    pub fn is_queued(&self, t: Tid) -> bool {
+        self.td.get(t as usize).is_some_and(|d| d.queued_on.is_some())
+    }
+
+    /// Busiest CPU among those with waiting tasks, nearest to `cpu` first.
+    fn busiest_near(&self, sim: &Sim, cpu: u32, max_level: Level) -> Option<u32> {
+        let m = &sim.machine;
+        let mut best: Option<(Level, u64, u32)> = None;
+        for &c in &self.waiting {
+            if c == cpu || sim.cpu(c).mode != crate::engine::Mode::Running {
+                continue;
+            }
+            let lvl = Self::lowest_shared_level(m, cpu, c);
+            if lvl as u8 > max_level as u8 || !self.levels.contains(&lvl) && lvl != Level::Mc {
+                continue;
+            }
+            let nr = self.rq[c as usize].nr_running();
+            if nr < 2 {
+                continue;
+            }
+            let key = (lvl, u64::MAX - nr, c);
+            if best.is_none_or(|b| (key.0 as u8, key.1, key.2) < (b.0 as u8, b.1, b.2)) {
+                best = Some(key);
+            }
+        }
+        best.map(|b| b.2)
+    }
+}
+
+impl Policy for Cfs {
+    fn name(&self) -> String {
+        "cfs".into()
+    }
+
+    fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
+        let t = t as usize;
+        if self.td.len() <= t {
+            self.td.resize(t + 1, TaskData::default());
+        }
+        let now = sim.now();
+        let cpu = parent.map(|p| sim.task(p).cpu).unwrap_or(0);
+        let pvr = parent.map(|p| {
+            let d = &self.td[p as usize];
+            d.vr.saturating_sub(self.rq[d.vr_cpu as usize].min_vr)
+        });
+        let d = &mut self.td[t];
+        // A new task's load starts full (load_avg = weight, MODEL-FACTS.md
+        // section 4).
+        d.load = Avg { v: 1.0, n: 1.0, t: now };
+        d.recent_used_cpu = cpu;
+        d.vr_cpu = cpu;
+        d.vr = pvr.unwrap_or(0) + self.rq[cpu as usize].min_vr;
+    }
+
+    fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake) -> u32 {
+        let now = sim.now();
+        match w.kind {
+            WakeKind::Fork | WakeKind::Exec => {
+                let exclude = if w.kind == WakeKind::Exec { Some(prev) } else { None };
+                let c = self.find_idlest(sim, prev, exclude);
+                if w.kind == WakeKind::Fork {
+                    self.n.fork_placements += 1;
+                } else if c != prev {
+                    self.n.exec_migrations += 1;
+                }
+                c
+            }
+            WakeKind::Wakeup => {
+                self.n.wakeups += 1;
+                let mut target = prev;
+                if let Some(waker) = w.waker {
+                    self.record_wakee(now, waker, t);
+                    let affine = !self.wake_wide(&sim.machine, waker, t, w.waker_cpu);
+                    if affine && w.waker_cpu != prev {
+                        target = self.wake_affine(sim, t, w.waker_cpu, prev, w.sync);
+                        if target == w.waker_cpu {
+                            self.n.wake_affine += 1;
+                            self.td[waker as usize].recent_used_cpu = w.waker_cpu;
+                        }
+                    }
+                }
+                self.select_idle_sibling(sim, t, prev, target)
+            }
+        }
+    }
+
+    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
+        let now = sim.now();
+        let c = cpu as usize;
+        self.update_min_vr(now, cpu);
+        let min = self.rq[c].min_vr;
+        let nr = self.rq[c].nr_running();
+        let d = &mut self.td[t as usize];
+        if d.vr_cpu != cpu {
+            d.vr = d.vr.saturating_sub(self.rq[d.vr_cpu as usize].min_vr) + min;
+            d.vr_cpu = cpu;
+        }
+        match flags {
+            // START_DEBIT: one virtual slice after min_vruntime.
+            Enq::New | Enq::Initial => d.vr = d.vr.max(min + Self::slice(nr + 1)),
+            Enq::Wakeup => d.vr = d.vr.max(min.saturating_sub(SLEEPER_CREDIT)),
+            Enq::Exec | Enq::Preempted => {}
+        }
+        if flags != Enq::Preempted {
+            d.load.set(now, 1.0);
+        }
+        let vr = d.vr;
+        d.queued_on = Some(cpu);
+        self.rq[c].queue.insert((vr, t));
+        self.set_waiting(cpu);
+        self.update_load(now, cpu);
+        // check_preempt_wakeup: preempt if the current task leads by more
+        // than the wakeup granularity.
+        if matches!(flags, Enq::Wakeup | Enq::New) {
+            if let Some(cvr) = self.curr_vr(now, cpu) {
+                if cvr > vr + WAKEUP_GRAN {
+                    self.n.wakeup_preemptions += 1;
+                    sim.resched(cpu);
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
+        let c = cpu as usize;
+        if self.rq[c].queue.is_empty() && self.balance {
+            // newidle_balance: skipped when the CPU expects a short idle
+            // period, unless it was kicked for NOHZ balancing.
+            let kicked = std::mem::take(&mut self.rq[c].nohz_kicked);
+            if (kicked || sim.avg_idle(cpu) >= MIGRATION_COST as f64) && !self.waiting.is_empty() {
+                sim.trace(cpu, 0, ids::IDLE_BALANCE_BEGIN, 0, 0);
+                let top = *self.levels.last().unwrap();
+                let mut pulled = 0;
+                if let Some(b) = self.busiest_near(sim, cpu, top) {
+                    if self.pull(sim, b, cpu).is_some() {
+                        self.n.newidle_pulls += 1;
+                        pulled = 1;
+                    }
+                }
+                sim.trace(cpu, 0, ids::IDLE_BALANCE_END, pulled, 0);
+            }
+        }
+        let &(vr, t) = self.rq[c].queue.first()?;
+        self.rq[c].queue.remove(&(vr, t));
+        self.td[t as usize].queued_on = None;
+        self.set_waiting(cpu);
+        Some(t)
+    }
+
+    fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
+        let now = sim.now();
+        let d = &mut self.td[t as usize];
+        d.exec_start = now;
+        d.picked_at = now;
+        self.rq[cpu as usize].curr = Some(t);
+        self.update_min_vr(now, cpu);
+    }
+
+    fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
+        let now = sim.now();
+        let d = &mut self.td[t as usize];
+        d.vr += now.saturating_sub(d.exec_start);
+        d.exec_start = now;
+        self.rq[cpu as usize].curr = None;
+        if !runnable {
+            d.load.set(now, 0.0);
+        }
+        self.update_min_vr(now, cpu);
+        self.update_load(now, cpu);
+    }
+
+    fn exit_task(&mut self, _sim: &mut Sim, t: Tid) {
+        self.dequeue_queued(t);
+    }
+
+    fn update_idle(&mut self, sim: &mut Sim, cpu: u32, idle: bool) {
+        if idle {
+            let m = &sim.machine;
+            if m.siblings(cpu).iter().all(|&s| self.idle(sim, s)) {
+                self.has_idle_cores[m.cpu_die[cpu as usize] as usize] = true;
+            }
+        }
+    }
+
+    fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
+        let now = sim.now();
+        let c = cpu as usize;
+        // check_preempt_tick (MODEL-FACTS.md section 2).
+        let nr = self.rq[c].nr_running();
+        let ideal = Self::slice(nr);
+        let ran = now - self.td[t as usize].picked_at;
+        if nr > 1 {
+            if ran > ideal {
+                self.n.tick_preemptions += 1;
+                sim.resched(cpu);
+            } else if ran >= MIN_GRAN {
+                if let (Some(&(lvr, _)), Some(cvr)) = (self.rq[c].queue.first(), self.curr_vr(now, cpu)) {
+                    if cvr > lvr + ideal {
+                        self.n.tick_preemptions += 1;
+                        sim.resched(cpu);
+                    }
+                }
+            }
+        }
+        if !self.balance {
+            return;
+        }
+        let t_pid = sim.task(t).pid;
+        // Periodic balancing per level: interval = span weight ms, x32 on a
+        // busy CPU (MODEL-FACTS.md section 3).
+        for (li, &level) in self.levels.clone().iter().enumerate() {
+            let weight = match level {
+                Level::Numa => sim.nr_cpus() as u64,
+                _ => Self::span(&sim.machine, level, cpu).len().max(1) as u64,
+            };
+            let interval = (weight * MS * BUSY_FACTOR).max(TICK_NS);
+            if now < self.rq[c].next_balance[li] {
+                continue;
+            }
+            self.rq[c].next_balance[li] = now + interval;
+            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
+            let mut pulled = 0;
+            if let Some(b) = self.busiest_near(sim, cpu, level) {
+                if self.rq[b as usize].nr_running() > self.rq[c].nr_running() + 1 && self.pull(sim, b, cpu).is_some() {
+                    self.n.periodic_pulls += 1;
+                    pulled = 1;
+                }
+            }
+            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
+        }
+        // NOHZ idle balance: a busy CPU with waiting tasks kicks an idle CPU
+        // to pull work (MODEL-FACTS.md section 3).
+        if !self.rq[c].queue.is_empty() && now >= self.nohz_next {
+            self.nohz_next = now + TICK_NS;
+            let m = &sim.machine;
+            let target = self
+                .llc_scan(m, cpu)
+                .find(|&x| self.idle(sim, x))
+                .or_else(|| (0..sim.nr_cpus()).find(|&x| self.idle(sim, x)));
+            if let Some(x) = target {
+                self.rq[x as usize].nohz_kicked = true;
+                self.n.nohz_kicks += 1;
+                sim.kick(x);
+            }
+        }
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let n = &self.n;
+        serde_json::json!({
+            "fork_placements": n.fork_placements,
+            "exec_migrations": n.exec_migrations,
+            "wakeups": n.wakeups,
+            "wake_affine": n.wake_affine,
+            "idle_core_found": n.idle_core_found,
+            "periodic_pulls": n.periodic_pulls,
+            "newidle_pulls": n.newidle_pulls,
+            "nohz_kicks": n.nohz_kicks,
+            "wakeup_preemptions": n.wakeup_preemptions,
+            "tick_preemptions": n.tick_preemptions,
+        })
+    }
+}

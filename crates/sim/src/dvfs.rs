@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Per-core frequency control and energy.
+//!
+//! - `powersave`: hardware-controlled (intel_pstate active / HWP). The
+//!   hardware keeps an exponential average of the core's busy share, rising
+//!   with time constant `hw_tau_up_ms` and falling with `hw_tau_down_ms`, and
+//!   every `hw_sample_us` asks for 1.25 x average x max turbo (the 1.25 x busy
+//!   rule of intel_pstate's get_target_pstate, MODEL-FACTS.md section 5),
+//!   floored to the bus step, clamped to [min, turbo ceiling of the socket].
+//!   After the core falls idle its frequency bounces for a while
+//!   (shared/seeds/000, section 2). The constants are fitted per machine.
+//! - `performance`: the same hardware, with the floor at the base frequency
+//!   (shared/seeds/001, section 2.3: "the hardware can still freely choose
+//!   between the nominal frequency and the turbo frequencies").
+//! - `schedutil`: 1.25 x util x f_max over PELT utilisation (32 ms half-life),
+//!   rate limited (MODEL-FACTS.md section 4); the request is applied at once
+//!   (the raw transition takes tens of microseconds, shared/seeds/000,
+//!   section 2). The utilisation is the CPU's, or its current task's if
+//!   higher (a new task starts at half); frequency invariance and util_est
+//!   are not modelled.
+//!
+//! SMT siblings share their core's frequency: state is per core.
+
+use crate::machine::Machine;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Governor {
+    Powersave,
+    Schedutil,
+    Performance,
+}
+
+pub const GOVERNORS: &[&str] = &["powersave", "schedutil", "performance"];
+
+impl Governor {
+    pub fn parse(s: &str) -> Result<Governor, crate::SimError> {
+        match s {
+            "powersave" => Ok(Governor::Powersave),
+            "schedutil" => Ok(Governor::Schedutil),
+            "performance" => Ok(Governor::Performance),
+            _ => Err(crate::SimError::Input(format!("unknown governor '{s}'; valid: {}", GOVERNORS.join(", ")))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Governor::Powersave => "powersave",
+            Governor::Schedutil => "schedutil",
+            Governor::Performance => "performance",
+        }
+    }
+    /// The lowest frequency the governor allows, kHz.
+    pub fn floor(self, m: &Machine) -> u32 {
+        match self {
+            Governor::Performance => m.base_khz(),
+            _ => m.min_khz(),
+        }
+    }
+}
+
+/// One physical core's frequency and energy state.
+#[derive(Clone, Debug)]
+pub struct CoreDvfs {
+    pub freq: u32,
+    /// Threads running now.
+    pub running: u8,
+    /// Shallowest idle state among its threads (when not busy).
+    pub idle_state: u8,
+    /// Running or spinning: in C0 for the hardware.
+    pub busy: bool,
+    pub pending: bool,
+    pub gen: u32,
+    /// Last schedutil update (u64::MAX: never).
+    pub su_last: u64,
+    pub energy_j: f64,
+    last_acct: u64,
+    avg: f64,
+    avg_t: u64,
+    idle_since: Option<u64>,
+}
+
+impl CoreDvfs {
+    pub fn new(freq: u32) -> CoreDvfs {
+        CoreDvfs {
+            freq,
+            running: 0,
+            idle_state: 0,
+            busy: false,
+            pending: false,
+            gen: 0,
+            su_last: u64::MAX,
+            energy_j: 0.0,
+            last_acct: 0,
+            avg: 0.0,
+            avg_t: 0,
+            // Long idle at the start: no bouncing.
+            idle_since: None,
+        }
+    }
+
+    /// Power drawn now, W: C x V(f)^2 x f when busy, the idle state's power
+    /// otherwise (MODEL-FACTS.md section 8; coefficients in the machine file).
+    pub fn power(&self, m: &Machine) -> f64 {
+        if self.busy {
+            let p = &m.spec.power;
+            let (fmin, fmax) = (m.min_khz() as f64, m.max_khz() as f64);
+            let f = self.freq as f64;
+            let x = if fmax > fmin { ((f - fmin) / (fmax - fmin)).clamp(0.0, 1.0) } else { 1.0 };
+            let v = p.v_min + (p.v_max - p.v_min) * x;
+            p.dyn_coeff * v * v * f * 1e-6
+        } else {
+            m.spec.idle[self.idle_state as usize].power_w
+        }
+    }
+
+    /// Add the energy used since the last call.
+    pub fn account(&mut self, now: u64, m: &Machine) {
+        if now > self.last_acct {
+            self.energy_j += self.power(m) * (now - self.last_acct) as f64 * 1e-9;
+            self.last_acct = now;
+        }
+    }
+
+    fn update_avg(&mut self, now: u64, m: &Machine) {
+        if now <= self.avg_t {
+            return;
+        }
+        let target = if self.busy { 1.0 } else { 0.0 };
+        let tau = if target > self.avg { m.spec.dvfs.hw_tau_up_ms } else { m.spec.dvfs.hw_tau_down_ms } * 1e6;
+        let dt = (now - self.avg_t) as f64;
+        self.avg = target + (self.avg - target) * (-dt / tau).exp();
+        self.avg_t = now;
+    }
+
+    pub fn set_busy(&mut self, now: u64, busy: bool, m: &Machine, _g: Governor) {
+        self.update_avg(now, m);
+        self.busy = busy;
+        self.idle_since = if busy { None } else { Some(now) };
+    }
+
+    /// One hardware sample: the new frequency, and whether more samples are
+    /// needed (false once the core is steady at its floor or ceiling).
+    pub fn hw_sample(&mut self, now: u64, m: &Machine, g: Governor, ceiling: u32) -> (u32, bool) {
+        self.update_avg(now, m);
+        let d = &m.spec.dvfs;
+        let step = d.freq_step_mhz * 1000;
+        let floor = g.floor(m);
+        let want = 1.25 * self.avg * m.max_khz() as f64;
+        let mut f = ((want as u32) / step * step).clamp(floor, ceiling.max(floor));
+        let mut bouncing = false;
+        if let Some(since) = self.idle_since {
+            let dt = (now - since) as f64 * 1e-6;
+            let window = d.hw_bounce_window_ms;
+            if dt < window && d.hw_bounce_len_ms > 0.0 {
+                bouncing = true;
+                let phase = dt % d.hw_bounce_period_ms;
+                if dt >= d.hw_bounce_period_ms && phase < d.hw_bounce_len_ms {
+                    f = f.max(d.hw_bounce_mhz * 1000).min(ceiling.max(floor));
+                }
+            }
+        }
+        let steady = if self.busy { f >= ceiling } else { f <= floor && !bouncing };
+        (f, !steady)
+    }
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The policy interface, mirroring sched_ext's operations.
+//!
+//! A policy owns its run queues. The engine calls:
+//! - `select_cpu` when a task wakes up, is created (fork) or execs: the CPU
+//!   the task is assigned to (sched_ext `ops.select_cpu`);
+//! - `enqueue` when the task becomes runnable on that CPU, or is preempted
+//!   (`ops.enqueue`);
+//! - `dispatch` when a CPU needs its next task: return one of the policy's
+//!   queued tasks, from any queue (`ops.dispatch`, moving a task to the local
+//!   queue); a task assigned to another CPU is migrated;
+//! - `running` / `stopping` around each stint on a CPU, `tick` every 4 ms on
+//!   busy CPUs, `update_idle` when a CPU goes idle or busy, `timer` when one
+//!   of the policy's timers fires, `init_task` / `exit_task`.
+//!
+//! Through `Sim` a policy reads the time, the topology, each CPU's current
+//! task, idle state and frequency at its last tick, and asks for preemption
+//! (`resched`), an idle CPU's wake-up (`kick`), a queued task's reassignment
+//! (`set_task_cpu`), timers, idle spinning and its own trace events.
+
+use crate::engine::{Sim, Tid};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeKind {
+    Wakeup,
+    Fork,
+    Exec,
+}
+
+/// Why a task is being placed.
+#[derive(Clone, Copy, Debug)]
+pub struct Wake {
+    pub kind: WakeKind,
+    /// The task that wakes or creates it (None for timer and I/O wake-ups).
+    pub waker: Option<Tid>,
+    /// The CPU the wake-up happens on.
+    pub waker_cpu: u32,
+    /// The waker is about to block (pipe and futex hand-offs; WF_SYNC).
+    pub sync: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enq {
+    /// Woken up.
+    Wakeup,
+    /// Created by fork.
+    New,
+    /// Placed again after exec.
+    Exec,
+    /// Preempted (or its slice ended): still runnable on the same CPU.
+    Preempted,
+    /// Placed at the start of the run on a given CPU.
+    Initial,
+}
+
+pub trait Policy {
+    fn name(&self) -> String;
+    fn init(&mut self, _sim: &mut Sim) {}
+    fn init_task(&mut self, _sim: &mut Sim, _t: Tid, _parent: Option<Tid>) {}
+    fn exit_task(&mut self, _sim: &mut Sim, _t: Tid) {}
+    fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32;
+    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq);
+    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid>;
+    fn running(&mut self, _sim: &mut Sim, _t: Tid, _cpu: u32) {}
+    fn stopping(&mut self, _sim: &mut Sim, _t: Tid, _cpu: u32, _runnable: bool) {}
+    fn tick(&mut self, _sim: &mut Sim, _cpu: u32, _t: Tid) {}
+    fn update_idle(&mut self, _sim: &mut Sim, _cpu: u32, _idle: bool) {}
+    fn timer(&mut self, _sim: &mut Sim, _token: u64) {}
+    /// Counters of the policy's decisions, for the JSON output.
+    fn stats(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+/// The names `make_policy` accepts.
+pub const POLICIES: &[&str] = &["cfs"];
+
+/// Build a policy from `name[:key=value,...]`.
+pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
+    let (name, params) = crate::parse_spec(spec);
+    match name {
+        "cfs" => Ok(Box::new(crate::cfs::Cfs::new(machine, &params)?)),
+        _ => Err(crate::SimError::Input(format!(
+            "unknown policy '{name}'; valid: {}",
+            POLICIES.join(", ")
+        ))),
+    }
+}

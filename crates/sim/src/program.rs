@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What simulated tasks run: programs of steps.
+//!
+//! Work is counted in cycles, so that its duration follows the frequency of
+//! the core that runs it. Workload parameters give work in microseconds "at
+//! the reference frequency" of 2 GHz (REF_CYCLES_PER_US): an ASSUMPTION that
+//! makes a workload the same program on every machine.
+
+/// Cycles in one microsecond of work at the 2 GHz reference frequency.
+pub const REF_CYCLES_PER_US: f64 = 2000.0;
+
+pub type ProgId = u32;
+
+/// An amount drawn uniformly in [mean x (1 - jitter), mean x (1 + jitter)].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Amount {
+    pub mean: f64,
+    pub jitter: f64,
+}
+
+impl Amount {
+    pub fn fixed(mean: f64) -> Amount {
+        Amount { mean, jitter: 0.0 }
+    }
+    pub fn jittered(mean: f64, jitter: f64) -> Amount {
+        Amount { mean, jitter: jitter.clamp(0.0, 1.0) }
+    }
+    /// Work of `us` microseconds at the reference frequency, in cycles.
+    pub fn work_us(us: f64, jitter: f64) -> Amount {
+        Amount::jittered(us * REF_CYCLES_PER_US, jitter)
+    }
+    /// `u` is uniform in [0, 1).
+    pub fn sample(&self, u: f64) -> f64 {
+        if self.jitter == 0.0 {
+            self.mean
+        } else {
+            self.mean * (1.0 - self.jitter + 2.0 * self.jitter * u)
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Run this many cycles.
+    Compute(Amount),
+    /// Sleep this many ns (a timer wakes the task).
+    Sleep(Amount),
+    /// Block on I/O for this many ns.
+    Io(Amount),
+    /// Create a child that runs program P; the parent goes on.
+    Fork(ProgId),
+    /// Replace the program image: a new comm, and exec placement.
+    Exec(String),
+    /// Wait for one child to exit (returns at once if there is none).
+    Wait,
+    /// Wait for all children to exit.
+    WaitAll,
+    Exit,
+    /// Write one message to pipe N (blocks while the pipe is full).
+    PipeWrite(u32),
+    /// Read one message from pipe N (blocks while it is empty).
+    PipeRead(u32),
+    /// Block on futex N until woken.
+    FutexWait(u32),
+    /// Wake up to `n` waiters of futex N.
+    FutexWake(u32, u32),
+    /// Wait until `count` tasks have reached barrier N.
+    Barrier(u32),
+    /// Run program P `n` times, then go on.
+    Repeat(ProgId, u64),
+    /// Run program P again and again until this many ns after the loop began.
+    RepeatFor(ProgId, u64),
+    /// Record the current time as the start of a measured interval, slot N.
+    Mark(u32),
+    /// Record a measured interval: now minus mark N, under the workload's metric.
+    Measure(u32),
+}
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub name: String,
+    pub steps: Vec<Step>,
+}
+
+/// A complete workload: its programs, the tasks that exist at the start, and
+/// its synchronisation objects.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub programs: Vec<Program>,
+    /// (program, comm, CPU to start on, or None for fork placement).
+    pub initial: Vec<(ProgId, String, Option<u32>)>,
+    /// Capacity of each pipe in messages.
+    pub pipes: Vec<u32>,
+    pub futexes: u32,
+    /// Participants of each barrier.
+    pub barriers: Vec<u32>,
+    /// The workload's own metric, if it has one other than completion time:
+    /// (name, unit, kind).
+    pub metric: Option<MetricSpec>,
+    /// The parameters used, for the trace header and the JSON.
+    pub params: Vec<(String, String)>,
+    /// The workload ends at this time whatever its tasks are doing
+    /// (rt-app's global duration); None: when its last task exits.
+    pub end_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct MetricSpec {
+    pub name: String,
+    /// "latency": percentiles of Measure intervals (lower is better);
+    /// "throughput": Measure count per second of makespan (higher is better).
+    pub kind: MetricKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Latency,
+    Throughput,
+}
+
+impl Workload {
+    pub fn new(name: &str) -> Workload {
+        Workload {
+            name: name.to_string(),
+            programs: Vec::new(),
+            initial: Vec::new(),
+            pipes: Vec::new(),
+            futexes: 0,
+            barriers: Vec::new(),
+            metric: None,
+            params: Vec::new(),
+            end_ns: None,
+        }
+    }
+    pub fn add(&mut self, name: &str, steps: Vec<Step>) -> ProgId {
+        self.programs.push(Program { name: name.to_string(), steps });
+        (self.programs.len() - 1) as ProgId
+    }
+    pub fn pipe(&mut self, capacity: u32) -> u32 {
+        self.pipes.push(capacity.max(1));
+        (self.pipes.len() - 1) as u32
+    }
+    pub fn futex(&mut self) -> u32 {
+        self.futexes += 1;
+        self.futexes - 1
+    }
+    pub fn barrier(&mut self, count: u32) -> u32 {
+        self.barriers.push(count.max(1));
+        (self.barriers.len() - 1) as u32
+    }
+
+    /// Check references between programs and objects.
+    pub fn validate(&self) -> Result<(), String> {
+        let np = self.programs.len() as u32;
+        if self.initial.is_empty() {
+            return Err(format!("workload {} starts no task", self.name));
+        }
+        for (p, _, _) in &self.initial {
+            if *p >= np {
+                return Err(format!("workload {}: initial task runs unknown program {p}", self.name));
+            }
+        }
+        for prog in &self.programs {
+            for s in &prog.steps {
+                let bad = match *s {
+                    Step::Fork(p) | Step::Repeat(p, _) | Step::RepeatFor(p, _) => p >= np,
+                    Step::PipeRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
+                    Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
+                    Step::Barrier(i) => i as usize >= self.barriers.len(),
+                    _ => false,
+                };
+                if bad {
+                    return Err(format!("workload {}: program {} refers to a missing object in {s:?}", self.name, prog.name));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! One simulation run from names and parameters to a report.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+use warmcore_trace::stats::{Analyzer, Stats};
+use warmcore_trace::{CpuEvent, Event, EventTable, Header, Provenance, Writer, WriterOptions};
+
+use crate::engine::{Engine, Limits, Sink};
+use crate::{parse_spec, Governor, Machine, SimError};
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Preset name or path to a machine file.
+    pub machine: String,
+    /// `name[:key=value,...]`.
+    pub workload: String,
+    pub policy: String,
+    pub governor: String,
+    pub seed: u64,
+    pub trace: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+impl RunConfig {
+    pub fn new(machine: &str, workload: &str, policy: &str, governor: &str, seed: u64) -> RunConfig {
+        RunConfig {
+            machine: machine.into(),
+            workload: workload.into(),
+            policy: policy.into(),
+            governor: governor.into(),
+            seed,
+            trace: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The workload's own measure.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct WorkloadMetric {
+    pub name: String,
+    /// "lower" or "higher" is better.
+    pub better: &'static str,
+    pub value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<serde_json::Value>,
+}
+
+/// What `warmcore sim --json` prints. underload, overload, frequency
+/// residency, migrations, wake-up latency, inversions and work-conservation
+/// violations come from the shared trace analysis (warmcore_trace::stats),
+/// fed with the run's events, so that they agree with `warmcore trace stats`
+/// on the run's trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub machine: String,
+    pub workload: String,
+    pub policy: String,
+    pub governor: String,
+    pub seed: u64,
+    pub makespan_ns: u64,
+    pub energy_j: f64,
+    pub energy_per_socket_j: Vec<f64>,
+    pub underload_per_s: Option<f64>,
+    pub overload_per_s: Option<f64>,
+    pub freq_residency: Option<serde_json::Value>,
+    pub migrations: u64,
+    pub wakeup_latency_ns: Option<serde_json::Value>,
+    pub inversions: Option<serde_json::Value>,
+    pub work_conservation_violation_ns: u64,
+    pub sim_events: u64,
+    pub wall_ns: u64,
+    /// Why the run stopped early, if it did (the result is then partial).
+    pub partial: Option<String>,
+    pub metric: WorkloadMetric,
+    pub workload_params: Vec<(String, String)>,
+    pub policy_stats: serde_json::Value,
+}
+
+/// Feeds every event to the shared trace analysis and, when asked, to a
+/// trace file. Events of one nanosecond are handed on ordered by CPU (stable),
+/// the order in which a reader gives them back from the file, so that the
+/// report and `warmcore trace stats` on the file see the same sequence.
+struct StatsSink {
+    writer: Option<Writer<File>>,
+    analyzer: Analyzer,
+    pending: Vec<CpuEvent>,
+    pending_ts: u64,
+}
+
+impl StatsSink {
+    fn flush(&mut self) -> Result<(), String> {
+        self.pending.sort_by_key(|e| e.cpu);
+        for e in &self.pending {
+            self.analyzer.push(e);
+            if let Some(w) = &mut self.writer {
+                w.push(e.cpu, e.ev).map_err(|e| e.to_string())?;
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+impl Sink for StatsSink {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        if ev.ts != self.pending_ts {
+            self.flush()?;
+            self.pending_ts = ev.ts;
+        }
+        self.pending.push(CpuEvent { cpu, ev });
+        Ok(())
+    }
+    fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
+        if let Some(w) = &mut self.writer {
+            if ppid == 0 && !comm.is_empty() {
+                w.note_comm(pid, comm, ts);
+            } else {
+                w.note_process(pid, ppid, comm, ts);
+            }
+        }
+    }
+    fn finish(mut self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
+        self.flush()?;
+        if let Some(w) = self.writer.take() {
+            w.finish().map_err(|e| e.to_string())?;
+        }
+        let stats = self.analyzer.finish();
+        serde_json::to_value(&stats).map_err(|e| e.to_string())
+    }
+}
+
+fn percentile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((q / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Resolve names, run, and report.
+pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
+    let t0 = Instant::now();
+    let machine = Machine::load(&cfg.machine)?;
+    let governor = Governor::parse(&cfg.governor)?;
+    let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
+    let (wname, wparams) = parse_spec(&cfg.workload);
+    let workload = if wname.ends_with(".toml") || wname.contains('/') {
+        if !wparams.is_empty() {
+            return Err(SimError::Input(format!("workload file {wname} takes no parameters")));
+        }
+        crate::wfile::load(wname)?
+    } else if wname == "replay" {
+        match wparams.as_slice() {
+            [(k, f)] if k == "trace" => crate::replay::load(f)?,
+            _ => return Err(SimError::Input("workload replay takes one parameter: replay:trace=FILE.wct".into())),
+        }
+    } else if wname == "rtapp" {
+        match wparams.as_slice() {
+            [(k, f)] if k == "file" => crate::rtapp::load(f)?,
+            _ => return Err(SimError::Input("workload rtapp takes one parameter: rtapp:file=F.json".into())),
+        }
+    } else {
+        crate::workloads::build(wname, &wparams, &machine)?
+    };
+    let metric_spec = workload.metric.clone();
+    let params = workload.params.clone();
+    let header = Header {
+        machine: machine.trace_machine(),
+        events: EventTable::default(),
+        provenance: Provenance::Simulator {
+            config: serde_json::json!({
+                "machine": machine.spec.name,
+                "workload": cfg.workload,
+                "policy": cfg.policy,
+                "governor": governor.name(),
+            }),
+            seed: cfg.seed,
+        },
+        wall_clock_start: None,
+    };
+    let writer = match &cfg.trace {
+        Some(path) => {
+            Some(Writer::create(path, &header, WriterOptions::default()).map_err(|e| SimError::Output(e.to_string()))?)
+        }
+        None => None,
+    };
+    let sink: Box<dyn Sink> =
+        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header), pending: Vec::new(), pending_ts: 0 });
+    let mname = machine.spec.name.clone();
+    let mut engine = Engine::new(machine, governor, policy, workload, cfg.seed, sink)?;
+    let out = engine.run(cfg.limits)?;
+    let stats = engine.into_sink().finish(out.makespan_ns).map_err(SimError::Output)?;
+    let stats: Stats = serde_json::from_value(stats).map_err(|e| SimError::Output(e.to_string()))?;
+
+    let metric = match metric_spec {
+        Some(spec) => {
+            let mut s = out.samples.clone();
+            s.sort_unstable();
+            let unit = if spec.name.ends_with("_us") { 1000.0 } else { 1.0 };
+            let pct = serde_json::json!({
+                "p50": percentile(&s, 50.0) as f64 / unit,
+                "p90": percentile(&s, 90.0) as f64 / unit,
+                "p99": percentile(&s, 99.0) as f64 / unit,
+                "p99.5": percentile(&s, 99.5) as f64 / unit,
+                "p99.9": percentile(&s, 99.9) as f64 / unit,
+                "count": s.len(),
+            });
+            let value = match spec.kind {
+                crate::program::MetricKind::Latency => {
+                    if spec.name.ends_with("_us") {
+                        // schbench reports the 99th percentile.
+                        percentile(&s, 99.0) as f64 / unit
+                    } else {
+                        s.iter().sum::<u64>() as f64 / s.len().max(1) as f64
+                    }
+                }
+                crate::program::MetricKind::Throughput => {
+                    out.measures as f64 / (out.makespan_ns.max(1) as f64 * 1e-9)
+                }
+            };
+            let better = if spec.kind == crate::program::MetricKind::Throughput { "higher" } else { "lower" };
+            let percentiles = if spec.name.ends_with("_us") { Some(pct) } else { None };
+            WorkloadMetric { name: spec.name, better, value, percentiles }
+        }
+        None => WorkloadMetric {
+            name: "completion_time_ns".into(),
+            better: "lower",
+            value: out.makespan_ns as f64,
+            percentiles: None,
+        },
+    };
+    Ok(RunReport {
+        machine: mname,
+        workload: cfg.workload.clone(),
+        policy: cfg.policy.clone(),
+        governor: governor.name().into(),
+        seed: cfg.seed,
+        makespan_ns: out.makespan_ns,
+        energy_j: out.energy_j,
+        energy_per_socket_j: out.energy_per_socket_j,
+        underload_per_s: Some(stats.underload_per_s),
+        overload_per_s: Some(stats.overload_per_s),
+        freq_residency: stats.freq_residency.as_ref().map(|b| serde_json::to_value(b).unwrap_or_default()),
+        migrations: stats.migrations,
+        wakeup_latency_ns: stats.wakeup_latency_ns.map(|p| serde_json::to_value(p).unwrap_or_default()),
+        inversions: stats.inversions.map(|i| serde_json::to_value(i).unwrap_or_default()),
+        work_conservation_violation_ns: stats.work_conservation_violation_ns,
+        sim_events: out.trace_events,
+        wall_ns: t0.elapsed().as_nanos() as u64,
+        partial: out.partial,
+        metric,
+        workload_params: params,
+        policy_stats: out.policy_stats,
+    })
+}

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Built-in workload generators, each with parameters (`name:key=value,...`)
+//! whose defaults come from the papers or MODEL-FACTS.md section 9, or are
+//! stated assumptions.
+//!
+//! Work amounts are in microseconds at the 2 GHz reference frequency (see
+//! program.rs); "jitter" spreads each amount uniformly by +- that fraction.
+
+use crate::machine::Machine;
+use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload};
+use crate::SimError;
+
+pub const WORKLOADS: &[&str] =
+    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "mkl-dnn", "h2", "unixbench"];
+
+/// Typed access to `key=value` parameters, refusing unknown keys.
+struct Params<'a> {
+    workload: &'a str,
+    given: &'a [(String, String)],
+    used: Vec<(String, String)>,
+    known: Vec<&'static str>,
+}
+
+impl<'a> Params<'a> {
+    fn new(workload: &'a str, given: &'a [(String, String)]) -> Self {
+        Params { workload, given, used: Vec::new(), known: Vec::new() }
+    }
+    fn num(&mut self, key: &'static str, default: f64) -> Result<f64, SimError> {
+        self.known.push(key);
+        let v = match self.given.iter().rev().find(|(k, _)| k == key) {
+            Some((_, v)) => v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| {
+                SimError::Input(format!("{}: parameter {key} must be a non-negative number, not '{v}'", self.workload))
+            })?,
+            None => default,
+        };
+        self.used.push((key.to_string(), v.to_string()));
+        Ok(v)
+    }
+    fn int(&mut self, key: &'static str, default: u64) -> Result<u64, SimError> {
+        let v = self.num(key, default as f64)?;
+        if v.fract() != 0.0 {
+            return Err(SimError::Input(format!("{}: parameter {key} must be a whole number, not {v}", self.workload)));
+        }
+        Ok(v as u64)
+    }
+    fn finish(self, w: &mut Workload) -> Result<(), SimError> {
+        for (k, _) in self.given {
+            if !self.known.contains(&k.as_str()) {
+                return Err(SimError::Input(format!(
+                    "unknown parameter '{k}' for workload {}; valid: {}",
+                    self.workload,
+                    self.known.join(", ")
+                )));
+            }
+        }
+        w.params = self.used;
+        Ok(())
+    }
+}
+
+fn work(us: f64, jitter: f64) -> Step {
+    Step::Compute(Amount::work_us(us, jitter))
+}
+fn sleep_us(us: f64, jitter: f64) -> Step {
+    Step::Sleep(Amount::jittered(us * 1000.0, jitter))
+}
+
+/// Build a built-in workload.
+pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Workload, SimError> {
+    let mut p = Params::new(name, params);
+    let mut w = Workload::new(name);
+    match name {
+        "configure" => configure(&mut w, &mut p)?,
+        "kbuild" => kbuild(&mut w, &mut p, m)?,
+        "perl-startup" => perl_startup(&mut w, &mut p)?,
+        "hackbench" => hackbench(&mut w, &mut p)?,
+        "periodic" => periodic(&mut w, &mut p)?,
+        "schbench" => schbench(&mut w, &mut p)?,
+        "nas" => nas(&mut w, &mut p, m)?,
+        "mkl-dnn" => mkl_dnn(&mut w, &mut p, m)?,
+        "h2" => h2(&mut w, &mut p)?,
+        "unixbench" => unixbench(&mut w, &mut p)?,
+        _ => {
+            return Err(SimError::Input(format!(
+                "unknown workload '{name}'; valid: {} (or rtapp:file=F.json, replay:trace=F.wct, or a path to a workload .toml file)",
+                WORKLOADS.join(", ")
+            )))
+        }
+    }
+    p.finish(&mut w)?;
+    Ok(w)
+}
+
+/// autoconf/cmake configure: a shell runs checks one after another; each
+/// check forks a subshell that runs the compiler driver, which forks cc1 and
+/// then as, waiting for each: a fork/wait chain with one or two tasks running
+/// at a time (shared/seeds/001, section 5.2; MODEL-FACTS.md section 9).
+/// ASSUMPTIONS: 300 checks; shell work 300 us between checks, subshell 200
+/// us, driver 1 ms, cc1 8 ms, as 1.5 ms (a check takes about 11 ms, in the
+/// 10-50 ms range of MODEL-FACTS.md section 9); jitter 0.5.
+fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let checks = p.int("checks", 300)?;
+    let shell = p.num("shell_us", 300.0)?;
+    let sub = p.num("subshell_us", 200.0)?;
+    let driver = p.num("driver_us", 1000.0)?;
+    let cc1 = p.num("cc1_us", 8000.0)?;
+    let asm = p.num("as_us", 1500.0)?;
+    let j = p.num("jitter", 0.5)?;
+    let cc1_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc1, j), Step::Exit]);
+    let as_p = w.add("as", vec![Step::Exec("as".into()), work(asm, j), Step::Exit]);
+    let gcc = w.add(
+        "gcc",
+        vec![
+            Step::Exec("gcc".into()),
+            work(driver / 2.0, j),
+            Step::Fork(cc1_p),
+            Step::Wait,
+            work(driver / 2.0, j),
+            Step::Fork(as_p),
+            Step::Wait,
+            Step::Exit,
+        ],
+    );
+    let subshell = w.add("subshell", vec![work(sub, j), Step::Fork(gcc), Step::Wait, Step::Exit]);
+    let check = w.add("check", vec![work(shell, j), Step::Fork(subshell), Step::Wait]);
+    let main = w.add("configure", vec![Step::Exec("sh".into()), Step::Repeat(check, checks), Step::Exit]);
+    w.initial.push((main, "configure".into(), Some(0)));
+    Ok(())
+}
+
+/// Linux kernel build with make -jN (shared/seeds/000, section 2): a mostly
+/// sequential fork/wait phase, a parallel phase of N jobs, a sequential tail.
+/// ASSUMPTIONS: 200 sequential steps of 2 ms before and 100 after; 1000
+/// compile jobs of 40 ms (jitter 0.7); jobs defaults to the number of CPUs.
+fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
+    let jobs = p.int("jobs", m.nr_cpus as u64)?.max(1);
+    let files = p.int("files", 1000)?;
+    let seq_pre = p.int("seq_pre", 200)?;
+    let seq_post = p.int("seq_post", 100)?;
+    let step = p.num("seq_us", 2000.0)?;
+    let cc = p.num("cc_us", 40000.0)?;
+    let j = p.num("jitter", 0.7)?;
+    let short = w.add("short", vec![Step::Exec("sh".into()), work(step, j), Step::Exit]);
+    let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), Step::Wait]);
+    let cc_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc, j), Step::Exit]);
+    let one = w.add("job", vec![work(200.0, j), Step::Fork(cc_p), Step::Wait]);
+    let per_slot = files / jobs;
+    let extra = files % jobs;
+    let slot = w.add("make-slot", vec![Step::Repeat(one, per_slot), Step::Exit]);
+    let slot_x = w.add("make-slot", vec![Step::Repeat(one, per_slot + 1), Step::Exit]);
+    let mut main = vec![Step::Exec("make".into()), Step::Repeat(seq, seq_pre)];
+    for i in 0..jobs {
+        main.push(Step::Fork(if i < extra { slot_x } else { slot }));
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Repeat(seq, seq_post));
+    main.push(Step::Exit);
+    let main = w.add("make", main);
+    w.initial.push((main, "make".into(), Some(0)));
+    Ok(())
+}
+
+/// perl-benchmark startup: a serial loop of system(perl -e 1): fork, exec,
+/// a short run, exit, wait (MODEL-FACTS.md section 9). ASSUMPTIONS: 200
+/// iterations, perl start-up 3 ms, parent work 100 us.
+fn perl_startup(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let n = p.int("iterations", 200)?;
+    let run = p.num("perl_us", 3000.0)?;
+    let parent = p.num("parent_us", 100.0)?;
+    let j = p.num("jitter", 0.2)?;
+    let child = w.add("perl", vec![Step::Exec("perl".into()), work(run, j), Step::Exit]);
+    let it = w.add("iter", vec![work(parent, j), Step::Fork(child), Step::Wait]);
+    let main = w.add("perlbench", vec![Step::Repeat(it, n), Step::Exit]);
+    w.initial.push((main, "perlbench".into(), Some(0)));
+    Ok(())
+}
+
+/// hackbench (MODEL-FACTS.md section 9): groups of 20 senders and 20
+/// receivers over pipes; each sender writes `loops` messages to each receiver
+/// of its group. Start: every task blocks on a futex, the main task wakes
+/// them all. Pipe capacity 655 messages (64 KiB / 100 B). ASSUMPTIONS: a
+/// write costs 3 us and a read 2 us of work.
+fn hackbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let groups = p.int("groups", 10)?.max(1);
+    let fds = p.int("fds", 20)?.max(1);
+    let loops = p.int("loops", 100)?;
+    let wr = p.num("write_us", 3.0)?;
+    let rd = p.num("read_us", 2.0)?;
+    let cap = p.int("pipe_msgs", 655)? as u32;
+    let start = w.futex();
+    let mut main = vec![Step::Exec("hackbench".into())];
+    for _ in 0..groups {
+        let pipes: Vec<u32> = (0..fds).map(|_| w.pipe(cap)).collect();
+        let mut body = Vec::new();
+        for &pp in &pipes {
+            body.push(work(wr, 0.2));
+            body.push(Step::PipeWrite(pp));
+        }
+        let send_body = w.add("send", body);
+        let sender = w.add("sender", vec![Step::FutexWait(start), Step::Repeat(send_body, loops), Step::Exit]);
+        for &pp in &pipes {
+            let rbody = w.add("recv", vec![Step::PipeRead(pp), work(rd, 0.2)]);
+            let receiver = w.add("receiver", vec![Step::FutexWait(start), Step::Repeat(rbody, loops * fds), Step::Exit]);
+            main.push(Step::Fork(receiver));
+        }
+        for _ in 0..fds {
+            main.push(Step::Fork(sender));
+        }
+    }
+    // Let every task reach the start futex, then wake them all.
+    main.push(Step::Sleep(Amount::fixed(1e6)));
+    main.push(Step::FutexWake(start, u32::MAX));
+    main.push(Step::Mark(0));
+    main.push(Step::WaitAll);
+    main.push(Step::Measure(0));
+    main.push(Step::Exit);
+    let main = w.add("hackbench", main);
+    w.initial.push((main, "hackbench".into(), Some(0)));
+    w.metric = Some(MetricSpec { name: "hackbench_time_ns".into(), kind: MetricKind::Latency });
+    Ok(())
+}
+
+/// rt-app's simplest task: N tasks alternating R of work and S of sleep for
+/// a duration. Defaults: 4 tasks, 1 ms / 4 ms, 1 s (ASSUMPTIONS).
+fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let n = p.int("tasks", 4)?.max(1);
+    let run = p.num("run_us", 1000.0)?;
+    let sl = p.num("sleep_us", 4000.0)?;
+    let dur = p.num("duration_ms", 1000.0)?;
+    let body = w.add("period", vec![work(run, 0.0), sleep_us(sl, 0.0)]);
+    let task = w.add("periodic", vec![Step::RepeatFor(body, (dur * 1e6) as u64), Step::Exit]);
+    let mut main = vec![];
+    for _ in 0..n {
+        main.push(Step::Fork(task));
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("rt-app", main);
+    w.initial.push((main, "rt-app".into(), Some(0)));
+    Ok(())
+}
+
+/// schbench (MODEL-FACTS.md section 9): `message` threads each with
+/// `workers` workers. A worker spins c, queues itself and futex-waits; the
+/// message thread wakes its workers (one timestamp per batch), sleeps s.
+/// Metric: wake-up latency from the batch timestamp to the worker running.
+/// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms;
+/// runtime 2 s here (schbench: 30 s) to keep runs short.
+fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let msg = p.int("message", 2)?.max(1);
+    let workers = p.int("workers", 16)?.max(1);
+    let c = p.num("cputime_us", 30000.0)?;
+    let s = p.num("sleep_us", 30000.0)?;
+    let dur = p.num("runtime_ms", 2000.0)?;
+    let mut main = vec![];
+    for m in 0..msg {
+        let fut = w.futex();
+        let wbody = w.add("worker-loop", vec![Step::FutexWait(fut), Step::Measure(m as u32), work(c, 0.0)]);
+        let worker = w.add("worker", vec![Step::RepeatFor(wbody, (dur * 1e6) as u64), Step::Exit]);
+        // Sleep s + up to s/4 jitter: mean 1.125 s, jitter 1/9.
+        let mbody = w.add(
+            "message-loop",
+            vec![Step::Mark(m as u32), Step::FutexWake(fut, u32::MAX), Step::Sleep(Amount::jittered(s * 1.125e3, 1.0 / 9.0))],
+        );
+        let mut mt = vec![];
+        for _ in 0..workers {
+            mt.push(Step::Fork(worker));
+        }
+        mt.push(Step::Sleep(Amount::fixed(1e6)));
+        mt.push(Step::RepeatFor(mbody, (dur * 1e6) as u64));
+        // Release workers still waiting at the end.
+        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
+        mt.push(Step::FutexWake(fut, u32::MAX));
+        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
+        mt.push(Step::FutexWake(fut, u32::MAX));
+        mt.push(Step::WaitAll);
+        mt.push(Step::Exit);
+        let mt = w.add("message", mt);
+        main.push(Step::Fork(mt));
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("schbench", main);
+    w.initial.push((main, "schbench".into(), Some(0)));
+    w.metric = Some(MetricSpec { name: "wakeup_latency_us".into(), kind: MetricKind::Latency });
+    Ok(())
+}
+
+/// NAS-like OpenMP kernel (MODEL-FACTS.md section 9): one thread per CPU,
+/// iterations of parallel regions ended by barriers. ASSUMPTIONS: 200
+/// iterations of 2 ms per thread (jitter 0.1); barrier waits block at once
+/// (libgomp spins 300 000 iterations first; not modelled).
+fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
+    let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
+    let iters = p.int("iterations", 200)?;
+    let region = p.num("region_us", 2000.0)?;
+    let j = p.num("jitter", 0.1)?;
+    let b = w.barrier(threads as u32);
+    let body = w.add("region", vec![work(region, j), Step::Barrier(b)]);
+    let worker = w.add("omp", vec![Step::Repeat(body, iters), Step::Exit]);
+    let mut main = vec![];
+    for _ in 1..threads {
+        main.push(Step::Fork(worker));
+    }
+    main.push(Step::Repeat(body, iters));
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("nas", main);
+    w.initial.push((main, "nas".into(), Some(0)));
+    Ok(())
+}
+
+/// mkl-dnn-like (shared/seeds/000, section 4.4): threads on all CPUs that
+/// block and unblock constantly: short work items between barriers.
+/// ASSUMPTIONS: 2000 iterations of 100 us.
+fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
+    let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
+    let iters = p.int("iterations", 2000)?;
+    let item = p.num("item_us", 100.0)?;
+    let j = p.num("jitter", 0.3)?;
+    let b = w.barrier(threads as u32);
+    let body = w.add("item", vec![work(item, j), Step::Barrier(b)]);
+    let worker = w.add("mkl", vec![Step::Repeat(body, iters), Step::Exit]);
+    let mut main = vec![];
+    for _ in 1..threads {
+        main.push(Step::Fork(worker));
+    }
+    main.push(Step::Repeat(body, iters));
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("mkl-dnn", main);
+    w.initial.push((main, "mkl-dnn".into(), Some(0)));
+    Ok(())
+}
+
+/// DaCapo h2-like (shared/seeds/001, section 5.3): a pool of about 10
+/// threads doing short transactions separated by brief sleeps.
+/// ASSUMPTIONS: 10 threads, 400 transactions each of 300 us work and 50 us
+/// sleep (a lock or I/O wait).
+fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let threads = p.int("threads", 10)?.max(1);
+    let tx = p.int("transactions", 400)?;
+    let run = p.num("tx_us", 300.0)?;
+    let sl = p.num("sleep_us", 50.0)?;
+    let body = w.add("tx", vec![work(run, 0.5), sleep_us(sl, 0.5)]);
+    let worker = w.add("h2-worker", vec![Step::Repeat(body, tx), Step::Exit]);
+    let mut main = vec![Step::Exec("java".into())];
+    for _ in 0..threads {
+        main.push(Step::Fork(worker));
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("h2", main);
+    w.initial.push((main, "java".into(), Some(0)));
+    Ok(())
+}
+
+/// UnixBench-like tests (shared/seeds/002 reports UnixBench scores), chosen
+/// by `test`: 0 = execl throughput (a process exec'ing itself), 1 = pipe
+/// throughput (one process writing then reading a pipe), 2 = pipe-based
+/// context switching (two processes ping-ponging over two pipes), 3 = shell
+/// scripts with 1 concurrent, 4 = shell scripts with 8 concurrent. The
+/// metric is operations per second of the run (higher is better).
+/// ASSUMPTIONS: exec 150 us, pipe operation 2 us, a script forks 4
+/// utilities of 1 ms each; 2000 operations (100 scripts per copy).
+fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
+    let test = p.int("test", 2)?;
+    let ops = p.int("operations", 2000)?.max(1);
+    let exec = p.num("exec_us", 150.0)?;
+    let pipe_op = p.num("pipe_us", 2.0)?;
+    let util = p.num("utility_us", 1000.0)?;
+    let main = match test {
+        0 => {
+            let body = w.add("execl", vec![Step::Exec("execl".into()), work(exec, 0.1), Step::Measure(0)]);
+            w.add("execl", vec![Step::Repeat(body, ops), Step::Exit])
+        }
+        1 => {
+            let pp = w.pipe(128);
+            let body = w.add("pipe", vec![Step::PipeWrite(pp), work(pipe_op, 0.1), Step::PipeRead(pp), work(pipe_op, 0.1), Step::Measure(0)]);
+            w.add("pipe", vec![Step::Repeat(body, ops), Step::Exit])
+        }
+        2 => {
+            let (a, b) = (w.pipe(128), w.pipe(128));
+            let pong_body = w.add("pong", vec![Step::PipeRead(a), work(pipe_op, 0.1), Step::PipeWrite(b)]);
+            let pong = w.add("pong", vec![Step::Repeat(pong_body, ops), Step::Exit]);
+            let ping_body =
+                w.add("ping", vec![work(pipe_op, 0.1), Step::PipeWrite(a), Step::PipeRead(b), Step::Measure(0)]);
+            w.add("context1", vec![Step::Fork(pong), Step::Repeat(ping_body, ops), Step::WaitAll, Step::Exit])
+        }
+        3 | 4 => {
+            let copies = if test == 3 { 1 } else { 8 };
+            let u = w.add("utility", vec![Step::Exec("util".into()), work(util, 0.5), Step::Exit]);
+            let script = w.add(
+                "script",
+                vec![
+                    Step::Exec("sh".into()),
+                    work(200.0, 0.5),
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Fork(u),
+                    Step::Wait,
+                    Step::Exit,
+                ],
+            );
+            let body = w.add("looper", vec![Step::Fork(script), Step::Wait, Step::Measure(0)]);
+            let per_copy = (ops / 20).max(1);
+            let copy = w.add("looper", vec![Step::Repeat(body, per_copy), Step::Exit]);
+            let mut m = vec![];
+            for _ in 0..copies {
+                m.push(Step::Fork(copy));
+            }
+            m.push(Step::WaitAll);
+            m.push(Step::Exit);
+            w.add("shell", m)
+        }
+        _ => return Err(SimError::Input(format!("unixbench: test must be 0 to 4 (execl, pipe, context, shell1, shell8), not {test}"))),
+    };
+    w.initial.push((main, "unixbench".into(), Some(0)));
+    w.metric = Some(MetricSpec { name: "unixbench_ops_per_s".into(), kind: MetricKind::Throughput });
+    Ok(())
+}
