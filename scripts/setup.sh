@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
+# Debian's Chromium and its WebDriver drive the viewer's browser tests.
+APT_PACKAGES+=(chromium chromium-driver)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
