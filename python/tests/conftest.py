@@ -36,10 +36,12 @@ def write_known(path):
     w.push(0, 100 * MS, 0, ID["TICK"], 0)
     # CPU 1: ld runs 50.5-50.7 ms at base frequency: the known event to hover.
     w.push(1, 2 * MS, 0, ID["FREQ_CHANGE"], 2_000_000)
+    w.push_comm(1, 3 * MS, 103, ID["EXEC"], "ld")
     w.push(1, 50_500_000, 0, ID["CTX_SWITCH"], 103, 0)
     w.push(1, 50_600_000, 103, ID["MIGRATE"], 1, 2)
     w.push(1, 50_700_000, 103, ID["CTX_SWITCH"], 0, 1)
     w.push_comm(1, 70 * MS, 103, ID["EXEC"], "ld.gold")
+    w.note_process(103, 101, "ld.gold", 70 * MS)
     # CPU 2: nest membership and an S_move timer.
     w.push(2, 3 * MS, 0, ID["NEST_CHANGE"], 2)
     w.push(2, 40 * MS, 0, ID["NEST_CHANGE"], 1)

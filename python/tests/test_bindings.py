@@ -17,7 +17,7 @@ def test_header_machine_processes(known_trace):
     procs = t.processes()
     assert procs[102]["comm"] == "cc1" and procs[102]["ppid"] == 101
     assert t.span() == (0, 100 * MS)
-    assert t.event_count() == 20
+    assert t.event_count() == 21
     assert t.event_names()[ID["CTX_SWITCH"]] == "CTX_SWITCH"
 
 
@@ -27,7 +27,7 @@ def test_read_is_arrow_with_the_written_events(known_trace):
     assert isinstance(b, pa.RecordBatch)
     assert b.schema.names == ["ts", "cpu", "pid", "id", "a", "b"]
     assert b.schema.field("ts").type == pa.uint64()
-    assert b.num_rows == 20
+    assert b.num_rows == 21
     # CPU order: CPU 0's ten events first, each CPU in time order.
     cpu = b.column("cpu").to_numpy()
     assert list(cpu[:10]) == [0] * 10
