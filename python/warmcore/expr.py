@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 
 _CMP = {
     ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less, ast.LtE: np.less_equal,
@@ -170,13 +171,21 @@ def _eval(node, env):
         for op, right_node in zip(node.ops, node.comparators):
             if isinstance(op, (ast.In, ast.NotIn)):
                 items = [e.value for e in right_node.elts]
-                r = np.isin(np.asarray(left), np.asarray(items, dtype=object if any(isinstance(i, str) for i in items) else None))
+                if isinstance(left, pd.Categorical):
+                    r = np.asarray(left.isin(items), dtype=bool)
+                else:
+                    r = np.isin(np.asarray(left), np.asarray(items, dtype=object if any(isinstance(i, str) for i in items) else None))
                 if isinstance(op, ast.NotIn):
                     r = ~r
                 right = None
             else:
                 right = _eval(right_node, env)
-                r = np.asarray(_CMP[type(op)](_cmp(left), _cmp(right)), dtype=bool)
+                if isinstance(left, pd.Categorical) and isinstance(right, str) and type(op) in (ast.Eq, ast.NotEq):
+                    r = np.asarray(left == right if isinstance(op, ast.Eq) else left != right, dtype=bool)
+                elif isinstance(right, pd.Categorical) and isinstance(left, str) and type(op) in (ast.Eq, ast.NotEq):
+                    r = np.asarray(right == left if isinstance(op, ast.Eq) else right != left, dtype=bool)
+                else:
+                    r = np.asarray(_CMP[type(op)](_cmp(left), _cmp(right)), dtype=bool)
             out = r if out is None else (out & r)
             left = right
         return out
@@ -193,6 +202,8 @@ def _num(v):
 
 
 def _cmp(v):
+    if isinstance(v, pd.Categorical):
+        return np.asarray(v, dtype=object)
     if hasattr(v, "to_numpy") and not isinstance(v, np.ndarray):
         return v.to_numpy()
     return _num(v)

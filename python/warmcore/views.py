@@ -303,61 +303,94 @@ class TraceData:
 
     def event_labels(self, ids: np.ndarray) -> pd.Categorical:
         cats = sorted(self.names)
-        codes = np.searchsorted(np.asarray(cats, dtype=np.uint32), ids)
-        codes = np.minimum(codes, len(cats) - 1)
-        return pd.Categorical.from_codes(codes, categories=[self.names[c] for c in cats])
+        names = [self.names[c] for c in cats] + ["?"]
+        if cats and cats[-1] < 65536:
+            lut = np.full(cats[-1] + 2, len(cats), dtype=np.int32)
+            lut[np.asarray(cats)] = np.arange(len(cats), dtype=np.int32)
+            codes = lut[np.minimum(ids, cats[-1] + 1)]
+        else:
+            i = np.minimum(np.searchsorted(np.asarray(cats, dtype=np.uint32), ids), max(len(cats) - 1, 0))
+            codes = np.where(np.asarray(cats, dtype=np.uint32)[i] == ids, i, len(cats)) if cats else np.zeros(len(ids), np.int32)
+        return pd.Categorical.from_codes(codes, categories=names)
 
     def processes(self):
+        """(pids sorted, comm codes, comm names): a task forked and never
+        exec'd carries its parent's comm, as in Linux."""
         if self._procs is None:
-            p = self.trace.processes()
-            pids = np.asarray(sorted(p), dtype=np.uint32)
-            # A task forked and never exec'd carries its parent's comm, as in Linux.
-            def comm(pid, depth=0):
-                c = p[pid]["comm"] if pid in p else ""
-                if c or depth > 16 or pid not in p:
-                    return c or f"pid {pid}"
-                return comm(p[pid]["ppid"], depth + 1)
-
-            comms = np.asarray([comm(i) for i in pids.tolist()], dtype=object)
-            self._procs = (pids, comms)
+            pt = self.trace._t.process_table()
+            pids = pt.column("pid").to_numpy()
+            ppids = pt.column("ppid").to_numpy()
+            comm = pd.Categorical(pt.column("comm").to_numpy(zero_copy_only=False))
+            names = list(comm.categories)
+            codes = comm.codes.astype(np.int32)
+            if "" in names:
+                empty = names.index("")
+                pidx = np.searchsorted(pids, ppids)
+                pidx = np.minimum(pidx, max(len(pids) - 1, 0))
+                has_parent = (len(pids) > 0) & (pids[pidx] == ppids)
+                for _ in range(16):
+                    e = (codes == empty) & has_parent
+                    if not e.any():
+                        break
+                    codes[e] = codes[pidx[e]]
+            self._procs = (pids, codes, names)
         return self._procs
 
     def execs(self):
-        """(pid, ts, comm) of EXEC events, in (pid, ts) order."""
+        """(pid, ts, comm code) of EXEC events in (pid, ts) order, and the names."""
         if self._execs is None:
             c = self.cols
-            m = c["id"] == (self.trace.event_id("EXEC") if self.trace.event_id("EXEC") is not None else -1)
+            eid = self.trace.event_id("EXEC")
+            m = c["id"] == (eid if eid is not None else 0xFFFFFFFF)
             pid, ts = c["pid"][m], c["ts"][m]
             raw = np.stack([c["a"][m], c["b"][m]], axis=1).astype("<u4").view(np.uint8).reshape(-1, 8)
-            comm = np.array([bytes(r).split(b"\0")[0].decode("utf-8", "replace") for r in raw], dtype=object)
+            strs = [bytes(r).split(b"\0")[0].decode("utf-8", "replace") for r in raw]
+            cat = pd.Categorical(strs)
             o = np.lexsort((ts, pid))
-            self._execs = (pid[o], ts[o], comm[o])
+            self._execs = (pid[o], ts[o], cat.codes[o].astype(np.int32), list(cat.categories))
         return self._execs
 
-    def comm_of(self, pids: np.ndarray, ts: Optional[np.ndarray] = None) -> np.ndarray:
+    def comm_of(self, pids: np.ndarray, ts: Optional[np.ndarray] = None) -> pd.Categorical:
         """Each row's task name: with `ts`, the name from the pid's last EXEC at
         or before ts (shared/seeds/004, section 3.2: "the previous fork and
         exec events of this PID"), otherwise the process table's."""
         pids = np.asarray(pids, dtype=np.uint32)
-        table, comms = self.processes()
-        out = np.full(len(pids), "", dtype=object)
+        table, pcodes, pnames = self.processes()
+        epid, ets, ecodes, enames = self.execs()
+        names = ["<idle>", "<unknown>"] + pnames
+        code = np.full(len(pids), 1, dtype=np.int32)
         if len(table):
-            i = np.minimum(np.searchsorted(table, pids), len(table) - 1)
-            hit = table[i] == pids
-            out[hit] = comms[i[hit]]
-        miss = out == ""
-        out[miss] = np.char.add("pid ", pids[miss].astype(str)).astype(object) if miss.any() else out[miss]
-        if ts is not None:
-            epid, ets, ecomm = self.execs()
-            if len(epid):
-                shift = np.int64(max(int(self.end), int(ts.max()) if len(ts) else 0) + 1)
+            top = int(max(int(table[-1]), int(pids.max()) if len(pids) else 0))
+            if top <= (1 << 23):
+                # Pids are small (Linux's pid_max is at most 2^22): a lookup table.
+                lut = np.full(top + 1, 1, dtype=np.int32)
+                lut[table] = pcodes + 2
+                code = lut[pids]
+            else:
+                i = np.minimum(np.searchsorted(table, pids), len(table) - 1)
+                hit = table[i] == pids
+                code[hit] = pcodes[i[hit]] + 2
+        if ts is not None and len(epid):
+            off = len(names)
+            names = names + enames
+            top = int(max(int(epid.max()), int(pids.max())))
+            if top <= (1 << 23):
+                has = np.zeros(top + 1, dtype=bool)
+                has[epid] = True
+                rows = np.flatnonzero(has[pids])
+            else:
+                rows = np.flatnonzero(np.isin(pids, epid))
+            if len(rows):
+                shift = np.int64(max(int(self.end), int(ts.max())) + 1)
                 ekey = epid.astype(np.int64) * shift + ets
-                rkey = pids.astype(np.int64) * shift + ts
+                rkey = pids[rows].astype(np.int64) * shift + np.asarray(ts)[rows]
                 j = np.searchsorted(ekey, rkey, side="right") - 1
-                ok = (j >= 0) & (epid[np.maximum(j, 0)] == pids)
-                out[ok] = ecomm[j[ok]]
-        out[pids == 0] = "<idle>"
-        return out
+                ok = (j >= 0) & (epid[np.maximum(j, 0)] == pids[rows])
+                code[rows[ok]] = ecodes[j[ok]] + off
+        code[pids == 0] = 0
+        # Names may repeat across the two tables: merge them.
+        uniq, inv = np.unique(np.asarray(names, dtype=object), return_inverse=True)
+        return pd.Categorical.from_codes(inv[code], categories=list(uniq))
 
     def freq_events(self):
         """(cpu, ts, khz) of frequency knowledge: FREQ_CHANGE and TICKs that carry one."""
@@ -436,7 +469,8 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
         for dv in view.derive:
             if dv.kind == "pair":
                 m |= np.isin(c["id"], data.ids(dv.arg["begin"] + dv.arg["end"]))
-        env = {k: v[m] for k, v in c.items()}
+        take = np.flatnonzero(m)
+        env = {k: v[take] for k, v in c.items()}
     else:
         env = dict(c)
     env["event"] = data.event_labels(env["id"])
@@ -486,30 +520,38 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
             labels.append(cat.label)
             colors[cat.label] = cat.color
             continue
-        vals = np.asarray(env[cat.color_by])[rows]
-        if not len(vals):
+        col = env[cat.color_by]
+        ridx = np.flatnonzero(rows)
+        if not len(ridx):
             continue
+        if isinstance(col, pd.Categorical):
+            vcodes, vnames = col.codes[ridx], [str(x) for x in col.categories]
+        else:
+            vcodes, uniq = pd.factorize(np.asarray(col)[ridx])
+            vnames = [str(x) for x in uniq]
         # The values that cover the most time (or rows, for marks) get colours.
-        weight = (e - b)[rows] if view.shape == "segments" else np.ones(len(vals))
-        s = pd.Series(weight).groupby(pd.Series(vals).astype(str).to_numpy()).sum().sort_values(ascending=False)
-        top = [str(v) for v in s.index[:TOP_VALUES]]
-        sv = pd.Series(vals).astype(str).to_numpy()
-        sub = np.full(len(vals), -1, dtype=np.int64)
-        for k, v in enumerate(top):
+        weight = (e - b)[ridx] if view.shape == "segments" else None
+        total = np.bincount(vcodes, weights=weight, minlength=len(vnames))
+        top = np.argsort(-total, kind="stable")[:TOP_VALUES]
+        top = top[total[top] > 0]
+        remap = np.full(len(vnames) + 1, -1, dtype=np.int64)
+        for k, vc in enumerate(top.tolist()):
+            v = vnames[vc]
             lab = v if v not in colors else f"{cat.label}: {v}"
-            sub[sv == v] = len(labels)
+            remap[vc] = len(labels)
             labels.append(lab)
             colors[lab] = PALETTE[k % len(PALETTE)]
+        sub = remap[vcodes]
         if (sub < 0).any():
             other = f"{cat.label}: other"
             sub[sub < 0] = len(labels)
             labels.append(other)
             colors[other] = OTHER_COLOR
-        codes[np.flatnonzero(rows)] = sub
+        codes[ridx] = sub
     idx = np.flatnonzero(keep)
     frame = pd.DataFrame({"cpu": np.asarray(env["cpu"])[idx].astype(np.int32), "begin": b[idx], "end": e[idx]})
     frame["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
     for h in ["pid", "event", "a", "b"] + [x for x in view.hover if x not in ("pid", "event", "a", "b")]:
         v = env[h]
-        frame[h] = np.asarray(v)[idx] if np.ndim(v) else v
+        frame[h] = v[idx] if isinstance(v, (np.ndarray, pd.Categorical)) else v
     return Layer(view, frame, colors)

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod time;
 mod trace;
+mod view;
 
 #[derive(Parser)]
 #[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
@@ -18,12 +19,18 @@ enum Cmd {
     /// Read, analyse, import and export .wct traces.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// Open a trace in the interactive viewer (a local web page).
+    View(view::ViewArgs),
+    /// Render a view of a trace to PNG or HTML, without a server.
+    Plot(view::PlotArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
+        Cmd::View(a) => view::view(a),
+        Cmd::Plot(a) => view::plot(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

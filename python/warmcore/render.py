@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Pictures of a view: a Datashader raster when zoomed out (every segment
+and event drawn into the pixels it touches, nothing sampled away), exact
+segments with hover details when zoomed in (shared/seeds/004, section 3.2:
+the two display modes). Shared by `warmcore plot` and `warmcore view`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .views import Layer, TraceData
+
+# Below this many segments (or marks) in the window, draw them exactly.
+EXACT_MAX = 20_000
+MS = 1e6
+
+
+def in_window(layer: Layer, x0: float, x1: float) -> pd.DataFrame:
+    f = layer.frame
+    b, e = f["begin"].to_numpy(), f["end"].to_numpy()
+    return f[(e >= x0) & (b <= x1)]
+
+
+def count_in_window(layer: Layer, x0: float, x1: float) -> int:
+    f = layer.frame
+    return int(np.count_nonzero((f["end"].to_numpy() >= x0) & (f["begin"].to_numpy() <= x1)))
+
+
+def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: int = 0):
+    """An RGBA image (uint32, one row per CPU, bottom row CPU 0) of the
+    layer's segments or marks in [x0, x1] ns, `width` pixels wide."""
+    import datashader as ds
+    import datashader.transfer_functions as tf
+
+    height = max(1, rows or nr_cpus)
+    cvs = ds.Canvas(plot_width=max(1, int(width)), plot_height=height,
+                    x_range=(float(x0), float(x1)), y_range=(-0.5, nr_cpus - 0.5))
+    f = layer.frame
+    if len(f) == 0 or not layer.colors:
+        return np.zeros((height, max(1, int(width))), dtype=np.uint32)
+    df = pd.DataFrame({"x0": f["begin"].to_numpy(), "x1": f["end"].to_numpy(),
+                       "y": f["cpu"].to_numpy().astype(np.float64), "cat": f["cat"]})
+    if layer.view.shape == "segments":
+        agg = cvs.line(df, x=["x0", "x1"], y=["y", "y"], axis=1, agg=ds.count_cat("cat"))
+    else:
+        agg = cvs.points(df, "x0", "y", agg=ds.count_cat("cat"))
+    img = tf.shade(agg, color_key=layer.colors, how="linear", min_alpha=255)
+    return np.asarray(img.data, dtype=np.uint32)
+
+
+def raster_counts(xs: np.ndarray, ys: np.ndarray, x0, x1, width, nrows, color="#303030"):
+    """A density image of instants (events by type): every event counted."""
+    import datashader as ds
+    import datashader.transfer_functions as tf
+
+    cvs = ds.Canvas(plot_width=max(1, int(width)), plot_height=max(1, nrows),
+                    x_range=(float(x0), float(x1)), y_range=(-0.5, nrows - 0.5))
+    if len(xs) == 0:
+        return np.zeros((max(1, nrows), max(1, int(width))), dtype=np.uint32)
+    df = pd.DataFrame({"x": xs.astype(np.float64), "y": ys.astype(np.float64)})
+    agg = cvs.points(df, "x", "y", agg=ds.count())
+    return np.asarray(tf.shade(agg, cmap=["#c6dbef", color], how="log", min_alpha=255).data, dtype=np.uint32)
+
+
+def hover_source(data: TraceData, f: pd.DataFrame, layer: Layer) -> dict:
+    """Columns for exact segments: geometry in ms, and what hover shows."""
+    out = {
+        "left": f["begin"].to_numpy() / MS, "right": f["end"].to_numpy() / MS,
+        "bottom": f["cpu"].to_numpy() - 0.4, "top": f["cpu"].to_numpy() + 0.4,
+        "cpu": f["cpu"].to_numpy(),
+        "color": [layer.colors.get(c, "#7f7f7f") for c in f["cat"].astype(str)],
+        "label": f["cat"].astype(str).to_numpy(),
+        "event": f["event"].astype(str).to_numpy(),
+        "pid": f["pid"].to_numpy(), "a": f["a"].to_numpy(), "b": f["b"].to_numpy(),
+        "dur_us": (f["end"].to_numpy() - f["begin"].to_numpy()) / 1e3,
+    }
+    task = f["task"].to_numpy() if "task" in f else f["pid"].to_numpy()
+    out["task"] = task
+    out["comm"] = (f["comm"].astype(str).to_numpy() if "comm" in f
+                   else np.asarray(data.comm_of(task, f["begin"].to_numpy().astype(np.int64))).astype(str))
+    freq = f["freq"].to_numpy() if "freq" in f else data.frequency_at(f["cpu"].to_numpy(), f["begin"].to_numpy().astype(np.int64))
+    out["freq_mhz"] = np.asarray(freq, dtype=np.float64) / 1e3
+    return out
+
+
+SEGMENT_TOOLTIPS = [("CPU", "@cpu"), ("task", "@task (@comm)"), ("category", "@label"),
+                    ("from", "@left{0.000} ms"), ("for", "@dur_us{0.0} us"), ("freq", "@freq_mhz{0} MHz"),
+                    ("event", "@event pid=@pid a=@a b=@b")]
+EVENT_TOOLTIPS = [("event", "@event"), ("CPU", "@cpu"), ("at", "@x{0.000000} ms"), ("pid", "@pid (@comm)"),
+                  ("arguments", "a=@a b=@b"), ("freq", "@freq_mhz{0} MHz")]
+
+
+def events_in_window(data: TraceData, ids, x0, x1, limit=None):
+    """Row indices of events with chosen ids and x0 <= ts <= x1 (ns)."""
+    c = data.cols
+    m = (c["ts"] >= x0) & (c["ts"] <= x1)
+    if ids is not None:
+        m &= np.isin(c["id"], np.asarray(ids, dtype=np.uint32))
+    idx = np.flatnonzero(m)
+    if limit is not None and len(idx) > limit:
+        return None
+    return idx
+
+
+def event_source(data: TraceData, idx: np.ndarray, palette: dict) -> dict:
+    c = data.cols
+    names = data.event_labels(c["id"][idx]).astype(str)
+    cpu = c["cpu"][idx]
+    ts = c["ts"][idx]
+    return {
+        "x": ts / MS, "y0": cpu - 0.45, "y1": cpu + 0.45, "cpu": cpu, "event": np.asarray(names),
+        "pid": c["pid"][idx], "comm": np.asarray(data.comm_of(c["pid"][idx], ts)).astype(str),
+        "a": c["a"][idx], "b": c["b"][idx],
+        "freq_mhz": data.frequency_at(cpu, ts) / 1e3,
+        "color": [palette.get(n, "#000000") for n in names],
+    }
+
+
+def event_palette(names) -> dict:
+    from .views import PALETTE
+
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
