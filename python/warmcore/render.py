@@ -39,8 +39,15 @@ def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: i
     f = layer.frame
     if len(f) == 0 or not layer.colors:
         return np.zeros((height, max(1, int(width))), dtype=np.uint32)
-    df = pd.DataFrame({"x0": f["begin"].to_numpy(), "x1": f["end"].to_numpy(),
-                       "y": f["cpu"].to_numpy().astype(np.float64), "cat": f["cat"]})
+    df = getattr(layer, "_ds_frame", None)
+    if df is None:
+        df = pd.DataFrame({"x0": f["begin"].to_numpy(), "x1": f["end"].to_numpy(),
+                           "y": f["cpu"].to_numpy().astype(np.float64), "cat": f["cat"]})
+        layer._ds_frame = df
+    # Only what reaches into the window: a zoomed-in raster costs what it shows.
+    m = (df["x1"].to_numpy() >= x0) & (df["x0"].to_numpy() <= x1)
+    if np.count_nonzero(m) < 0.8 * len(df):
+        df = df[m]
     if layer.view.shape == "segments":
         agg = cvs.line(df, x=["x0", "x1"], y=["y", "y"], axis=1, agg=ds.count_cat("cat"))
     else:
@@ -121,3 +128,17 @@ def event_palette(names) -> dict:
     from .views import PALETTE
 
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
+
+
+def warm_up():
+    """Compile Datashader's kernels for our column types now, on a few rows,
+    rather than on the first picture a person waits for."""
+    from .views import Layer, View
+
+    f = pd.DataFrame({"cpu": np.array([0, 1], np.int32), "begin": [0.0, 5.0], "end": [4.0, 9.0],
+                      "cat": pd.Categorical(["x", "y"])})
+    for shape in ("segments", "marks"):
+        v = View(name="w", title="w", shape=shape, events=None, begin="ts", end="ts", where=None, derive=[],
+                 categories=[], hover=[])
+        raster(Layer(v, f, {"x": "#000000", "y": "#ffffff"}), 0, 10, 8, 2)
+    raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)
