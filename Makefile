@@ -34,6 +34,7 @@ demo: build
 
 bench: build
 	@scripts/bench.sh
+	@scripts/bench-view.sh
 
 clean:
 	$(CARGO) clean

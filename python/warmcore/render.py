@@ -33,6 +33,21 @@ def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: i
     import datashader as ds
     import datashader.transfer_functions as tf
 
+    key = (float(x0), float(x1), int(width), nr_cpus, rows)
+    cache = layer.__dict__.setdefault("_rasters", {})
+    if key in cache:
+        return cache[key]
+    img = _raster(layer, x0, x1, width, nr_cpus, rows)
+    if len(cache) >= 8:
+        cache.pop(next(iter(cache)))
+    cache[key] = img
+    return img
+
+
+def _raster(layer, x0, x1, width, nr_cpus, rows):
+    import datashader as ds
+    import datashader.transfer_functions as tf
+
     height = max(1, rows or nr_cpus)
     cvs = ds.Canvas(plot_width=max(1, int(width)), plot_height=height,
                     x_range=(float(x0), float(x1)), y_range=(-0.5, nr_cpus - 0.5))
@@ -130,15 +145,14 @@ def event_palette(names) -> dict:
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
 
 
-def warm_up():
-    """Compile Datashader's kernels for our column types now, on a few rows,
-    rather than on the first picture a person waits for."""
-    from .views import Layer, View
-
-    f = pd.DataFrame({"cpu": np.array([0, 1], np.int32), "begin": [0.0, 5.0], "end": [4.0, 9.0],
-                      "cat": pd.Categorical(["x", "y"])})
-    for shape in ("segments", "marks"):
-        v = View(name="w", title="w", shape=shape, events=None, begin="ts", end="ts", where=None, derive=[],
-                 categories=[], hover=[])
-        raster(Layer(v, f, {"x": "#000000", "y": "#ffffff"}), 0, 10, 8, 2)
+def warm_up(layers=(), nr_cpus=1):
+    """Compile Datashader's kernels now, on a window too small to cost
+    anything, rather than on the first picture a person waits for. The
+    kernels depend on the data's types and categories: warm them on the
+    layers that will be drawn."""
+    for layer in layers:
+        f = layer.frame
+        if len(f):
+            b = float(f["begin"].iloc[0])
+            _raster(layer, b, b + 1.0, 4, nr_cpus, 0)
     raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)

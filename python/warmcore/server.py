@@ -66,6 +66,14 @@ class Model:
                 self.layers[name] = views.apply(spec, self.data)
             return self.layers[name]
 
+    def warm_up(self):
+        """Compute the layers the first page draws and compile their kernels."""
+        names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
+        for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
+            if self.has[cond]:
+                names.append(vname)
+        render.warm_up([self.layer(n) for n in dict.fromkeys(names)], self.data.nr_cpus)
+
     def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
         """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
         RQ_SIZE events; None when the trace has none."""
@@ -296,6 +304,7 @@ def make_document(doc, model: Model):
     whole.on_click(reset)
     doc.add_root(column(header, controls, status, tl, legend, *panels, name="root"))
     refresh()
+    return refresh, x_range, status
 
 
 def _legend(colors: dict) -> str:
@@ -341,10 +350,7 @@ def serve(path: str, port: int, view: str = "freq") -> int:
     else:
         # Compute the first view before the URL is printed, so that the first
         # picture only costs a raster.
-        model.layer(model.first_view)
-        render.warm_up()
-        if model.has["CTX_SWITCH"]:
-            model.layer("freq")
+        model.warm_up()
     app = Application(FunctionHandler(lambda doc: make_document(doc, model)))
     try:
         server = Server({"/": app}, port=port, address="127.0.0.1",

@@ -355,6 +355,8 @@ class TraceData:
         or before ts (shared/seeds/004, section 3.2: "the previous fork and
         exec events of this PID"), otherwise the process table's."""
         pids = np.asarray(pids, dtype=np.uint32)
+        if len(pids) == 0:
+            return pd.Categorical([], categories=["<idle>"])
         table, pcodes, pnames = self.processes()
         epid, ets, ecodes, enames = self.execs()
         names = ["<idle>", "<unknown>"] + pnames
