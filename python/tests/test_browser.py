@@ -145,7 +145,7 @@ def test_timeline_zoom_and_hover(server, browser, synth_trace):
     L = V.apply(V.load("freq"), V.TraceData(t))
     f = L.frame
     f = f[(f["cpu"] == 2) & (f["task"] != 0) & (f["end"] - f["begin"] >= 150_000) & (f["begin"] > 100e6)]
-    seg = f.iloc[0]
+    seg = V.complete(L, V.TraceData(t), f.iloc[:1]).iloc[0]
     task, comm = int(seg["task"]), str(seg["comm"])
     b_ms = seg["begin"] / 1e6
     w0, w1 = b_ms - 0.3, b_ms + 0.7   # a 1 ms window holding the segment's start

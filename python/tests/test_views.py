@@ -136,7 +136,9 @@ def test_frequency_bands_on_the_known_trace(known_trace):
                          (60 * MS, 100 * MS, "idle")]
     # ld at base frequency: "above base" starts at FBASE.
     assert seg(L, 1) == [(50_500_000, 50_700_000, "above base"), (50_700_000, 100 * MS, "idle")]
-    row = L.frame[(L.frame["cpu"] == 1) & (L.frame["task"] == 103)].iloc[0]
+    assert "comm" not in L.frame  # hover-only: computed for the rows in view
+    full = V.complete(L, d, L.frame)
+    row = full[(full["cpu"] == 1) & (full["task"] == 103)].iloc[0]
     assert (row["comm"], row["freq"], row["pid"]) == ("ld", 2_000_000, 0)
 
 

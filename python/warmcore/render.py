@@ -54,19 +54,17 @@ def _raster(layer, x0, x1, width, nr_cpus, rows):
     f = layer.frame
     if len(f) == 0 or not layer.colors:
         return np.zeros((height, max(1, int(width))), dtype=np.uint32)
-    df = getattr(layer, "_ds_frame", None)
-    if df is None:
-        df = pd.DataFrame({"x0": f["begin"].to_numpy(), "x1": f["end"].to_numpy(),
-                           "y": f["cpu"].to_numpy().astype(np.float64), "cat": f["cat"]})
-        layer._ds_frame = df
-    # Only what reaches into the window: a zoomed-in raster costs what it shows.
-    m = (df["x1"].to_numpy() >= x0) & (df["x0"].to_numpy() <= x1)
-    if np.count_nonzero(m) < 0.8 * len(df):
-        df = df[m]
-    if layer.view.shape == "segments":
-        agg = cvs.line(df, x=["x0", "x1"], y=["y", "y"], axis=1, agg=ds.count_cat("cat"))
+    # The layer's own columns, not a copy: begin, end, y (the CPU as float), cat.
+    m = (f["end"].to_numpy() >= x0) & (f["begin"].to_numpy() <= x1)
+    if np.count_nonzero(m) < 0.8 * len(f):
+        # Only what reaches into the window: a zoomed-in raster costs what it shows.
+        df = f[["begin", "end", "y", "cat"]][m]
     else:
-        agg = cvs.points(df, "x0", "y", agg=ds.count_cat("cat"))
+        df = f
+    if layer.view.shape == "segments":
+        agg = cvs.line(df, x=["begin", "end"], y=["y", "y"], axis=1, agg=ds.count_cat("cat"))
+    else:
+        agg = cvs.points(df, "begin", "y", agg=ds.count_cat("cat"))
     img = tf.shade(agg, color_key=layer.colors, how="linear", min_alpha=255)
     return np.asarray(img.data, dtype=np.uint32)
 
@@ -80,13 +78,20 @@ def raster_counts(xs: np.ndarray, ys: np.ndarray, x0, x1, width, nrows, color="#
                     x_range=(float(x0), float(x1)), y_range=(-0.5, nrows - 0.5))
     if len(xs) == 0:
         return np.zeros((max(1, nrows), max(1, int(width))), dtype=np.uint32)
-    df = pd.DataFrame({"x": xs.astype(np.float64), "y": ys.astype(np.float64)})
+    df = xs if isinstance(xs, pd.DataFrame) else pd.DataFrame({"x": xs.astype(np.float64), "y": ys.astype(np.float64)})
+    x = df["x"].to_numpy()
+    m = (x >= x0) & (x <= x1)
+    if np.count_nonzero(m) < 0.8 * len(df):
+        df = df[m]
     agg = cvs.points(df, "x", "y", agg=ds.count())
     return np.asarray(tf.shade(agg, cmap=["#c6dbef", color], how="log", min_alpha=255).data, dtype=np.uint32)
 
 
 def hover_source(data: TraceData, f: pd.DataFrame, layer: Layer) -> dict:
     """Columns for exact segments: geometry in ms, and what hover shows."""
+    from .views import complete
+
+    f = complete(layer, data, f)
     out = {
         "left": f["begin"].to_numpy() / MS, "right": f["end"].to_numpy() / MS,
         "bottom": f["cpu"].to_numpy() - 0.4, "top": f["cpu"].to_numpy() + 0.4,

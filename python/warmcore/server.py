@@ -54,8 +54,8 @@ class Model:
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
         self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
-        ids, counts = np.unique(self.data.cols["id"], return_counts=True)
-        self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in zip(ids, counts)}
+        counts = np.bincount(self.data.cols["id"]) if self.data.n else np.zeros(0, np.int64)
+        self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in enumerate(counts) if c}
         self.event_types = sorted(self.event_counts)
         self.palette = render.event_palette(self.event_types)
 
@@ -66,6 +66,21 @@ class Model:
                 self.layers[name] = views.apply(spec, self.data)
             return self.layers[name]
 
+    def events_frame(self):
+        """Every event as (x = ts, y = its type's row), for the density panel."""
+        with self.lock:
+            if getattr(self, "_events_frame", None) is None:
+                import pandas as pd
+
+                c = self.data.cols
+                rowmap = np.full(int(c["id"].max()) + 1 if self.data.n else 1, -1, dtype=np.float64)
+                for i, tn in enumerate(self.event_types):
+                    eid = self.data.trace.event_id(tn)
+                    if eid is not None and eid < len(rowmap):
+                        rowmap[eid] = i
+                self._events_frame = pd.DataFrame({"x": c["ts"].astype(np.float64), "y": rowmap[c["id"]]})
+            return self._events_frame
+
     def warm_up(self):
         """Compute the layers the first page draws and compile their kernels."""
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
@@ -73,6 +88,7 @@ class Model:
             if self.has[cond]:
                 names.append(vname)
         render.warm_up([self.layer(n) for n in dict.fromkeys(names)], self.data.nr_cpus)
+        self.events_frame()
 
     def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
         """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
@@ -263,13 +279,8 @@ def make_document(doc, model: Model):
             over = under = np.zeros(LOAD_BINS, dtype=np.int64)
         load_src.data = {"t": ts / render.MS, "busy": busy, "over": over, "under": under}
         # Events by type: every event in the window counted into its pixel.
-        c = data.cols
-        lut = {data.trace.event_id(tn): i for i, tn in enumerate(types)}
-        keys = np.asarray(list(lut), dtype=np.int64)
-        rowmap = np.full(int(keys.max()) + 2 if len(keys) else 1, -1, dtype=np.int64)
-        rowmap[keys] = list(lut.values())
-        ev_img.data = {"image": [render.raster_counts(c["ts"], rowmap[c["id"]], x0, x1, PLOT_W, len(types))], **geom,
-                       "dh": [len(types)]}
+        ev_img.data = {"image": [render.raster_counts(model.events_frame(), None, x0, x1, PLOT_W, len(types))],
+                       **geom, "dh": [len(types)]}
         ms = (time.perf_counter() - t) * 1e3
         mode = f"exact: {count:,} segments with hover, {marks_note}" if exact else f"raster: {count:,} segments"
         status.text = (f"<span id='mode'>{'exact' if exact else 'raster'}</span>: window {x0 / render.MS:.3f}-"

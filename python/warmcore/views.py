@@ -116,6 +116,7 @@ class Layer:
     view: View
     frame: pd.DataFrame          # cpu, begin, end (ns), cat (Categorical), hover columns
     colors: dict = field(default_factory=dict)   # label -> colour, in legend order
+    deferred: set = field(default_factory=set)   # hover-only columns: see complete()
 
 
 # ---------------------------------------------------------------- loading
@@ -460,6 +461,72 @@ def _pair(cpu, ids, col, begin_ids, end_ids):
     return out
 
 
+def _deferrable(view: View) -> set:
+    """Derived columns that only hover shows: computed later, for the rows in
+    view (shared/seeds/004, section 3.2: what is outside the local view is
+    not computed). Columns that need their neighbours (next, pair) never are."""
+    needed = {view.begin, view.end}
+    if view.where is not None:
+        needed |= view.where.names
+    for c in view.categories:
+        needed |= c.query.names
+        if c.color_by:
+            needed.add(c.color_by)
+    by_name = {dv.name: dv for dv in view.derive}
+    for dv in reversed(view.derive):
+        if dv.name in needed or dv.kind in ("next", "pair"):
+            needed.add(dv.name)
+            if dv.kind == "expr":
+                needed |= dv.expr.names
+            elif dv.kind in ("next", "comm_of"):
+                needed.add(dv.arg)
+            elif dv.kind == "pair":
+                needed.add(dv.arg["column"])
+    return {n for n in by_name if n not in needed}
+
+
+def _derive(derives, data: TraceData, env: dict, skip=frozenset()):
+    for dv in derives:
+        if dv.name in skip:
+            continue
+        if dv.kind == "expr":
+            v = dv.expr.eval(env)
+            env[dv.name] = np.broadcast_to(np.asarray(v), env["ts"].shape).copy() if np.ndim(v) == 0 else v
+        elif dv.kind == "next":
+            col = np.asarray(env[dv.arg])
+            fill = float(data.end) if dv.arg == "ts" else np.nan
+            env[dv.name] = _next_same(env["cpu"], env["id"], col, fill)
+        elif dv.kind == "comm_of":
+            env[dv.name] = data.comm_of(env[dv.arg], env["ts"])
+        elif dv.kind == "frequency":
+            env[dv.name] = data.frequency_at(env["cpu"], env["ts"])
+        elif dv.kind == "pair":
+            col = np.asarray(env[dv.arg["column"]], dtype=np.float64)
+            env[dv.name] = _pair(env["cpu"], env["id"], col, data.ids(dv.arg["begin"]), data.ids(dv.arg["end"]))
+
+
+def complete(layer: Layer, data: TraceData, rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` of a layer's frame with the deferred (hover-only) columns added."""
+    todo = [dv for dv in layer.view.derive if dv.name in layer.deferred]
+    if not todo or len(rows) == 0:
+        out = rows.copy()
+        for dv in todo:
+            out[dv.name] = np.zeros(0)
+        return out
+    env = {k: rows[k].to_numpy() for k in ("ts", "cpu", "pid", "id", "a", "b")}
+    env["cpu"] = env["cpu"].astype(np.uint32)
+    env["event"] = data.event_labels(env["id"])
+    for k in rows.columns:
+        if k not in env and k not in ("begin", "end", "cat"):
+            env[k] = rows[k].to_numpy() if not isinstance(rows[k].dtype, pd.CategoricalDtype) else rows[k].array
+    env.update(data.consts)
+    _derive(todo, data, env)
+    out = rows.copy()
+    for dv in todo:
+        out[dv.name] = env[dv.name]
+    return out
+
+
 def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optional[int] = None) -> Layer:
     """Evaluate a view over loaded data. `start`/`end` (ns from the first event)
     keep only rows that reach into the window, after derivation, so that a
@@ -477,21 +544,8 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
         env = dict(c)
     env["event"] = data.event_labels(env["id"])
     env.update(data.consts)
-    for dv in view.derive:
-        if dv.kind == "expr":
-            v = dv.expr.eval(env)
-            env[dv.name] = np.broadcast_to(np.asarray(v), env["ts"].shape).copy() if np.ndim(v) == 0 else v
-        elif dv.kind == "next":
-            col = np.asarray(env[dv.arg])
-            fill = float(data.end) if dv.arg == "ts" else np.nan
-            env[dv.name] = _next_same(env["cpu"], env["id"], col, fill)
-        elif dv.kind == "comm_of":
-            env[dv.name] = data.comm_of(env[dv.arg], env["ts"])
-        elif dv.kind == "frequency":
-            env[dv.name] = data.frequency_at(env["cpu"], env["ts"])
-        elif dv.kind == "pair":
-            col = np.asarray(env[dv.arg["column"]], dtype=np.float64)
-            env[dv.name] = _pair(env["cpu"], env["id"], col, data.ids(dv.arg["begin"]), data.ids(dv.arg["end"]))
+    deferred = _deferrable(view)
+    _derive(view.derive, data, env, skip=deferred)
     keep = np.ones(len(env["ts"]), dtype=bool)
     if view.where is not None:
         keep &= np.asarray(view.where.eval(env), dtype=bool)
@@ -551,9 +605,18 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
             colors[other] = OTHER_COLOR
         codes[ridx] = sub
     idx = np.flatnonzero(keep)
-    frame = pd.DataFrame({"cpu": np.asarray(env["cpu"])[idx].astype(np.int32), "begin": b[idx], "end": e[idx]})
+    cpu = np.asarray(env["cpu"])[idx].astype(np.int32)
+    frame = pd.DataFrame({"cpu": cpu, "begin": b[idx], "end": e[idx], "y": cpu.astype(np.float64)})
     frame["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
-    for h in ["pid", "event", "a", "b"] + [x for x in view.hover if x not in ("pid", "event", "a", "b")]:
+    frame["ts"] = env["ts"][idx]
+    frame["id"] = env["id"][idx]
+    for h in ["pid", "event", "a", "b"] + [x for x in view.hover if x not in ("pid", "event", "a", "b") and x not in deferred]:
         v = env[h]
         frame[h] = v[idx] if isinstance(v, (np.ndarray, pd.Categorical)) else v
-    return Layer(view, frame, colors)
+    # Needed derived columns the categories used stay too (e.g. task).
+    for dv in view.derive:
+        if dv.name not in frame and dv.name not in deferred and dv.name in env:
+            v = env[dv.name]
+            if isinstance(v, (np.ndarray, pd.Categorical)) and len(v) == n:
+                frame[dv.name] = v[idx]
+    return Layer(view, frame, colors, deferred)
