@@ -49,7 +49,8 @@ def _png(data, layer, x0, x1, title, out: pathlib.Path, width=WIDTH):
     img = render.raster(layer, x0, x1, plot_w, n)
     rgba = img.view(np.uint8).reshape(img.shape[0], img.shape[1], 4)[::-1]
     pic = Image.fromarray(np.ascontiguousarray(rgba), "RGBA").resize((plot_w, plot_h), Image.NEAREST)
-    canvas = Image.new("RGBA", (width, top + plot_h + bottom), "white")
+    height = max(top + plot_h + bottom, top + 16 * len(layer.colors) + 8)
+    canvas = Image.new("RGBA", (width, height), "white")
     canvas.alpha_composite(pic, (left, top))
     d = ImageDraw.Draw(canvas)
     font = ImageFont.load_default()

@@ -192,6 +192,7 @@ def make_document(doc, model: Model):
     # Under- and overload over time.
     load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
     load.y_range = Range1d(0, n + 0.5)
+    load.yaxis.ticker.desired_num_ticks = 5
     load_src = ColumnDataSource({"t": [], "busy": [], "over": [], "under": []})
     load.line("t", "busy", source=load_src, color="#636363", legend_label="busy CPUs")
     load.line("t", "over", source=load_src, color="#d7191c", legend_label="overloaded (2+ tasks)")
