@@ -61,6 +61,15 @@ def test_bad_inputs_give_one_line(known_trace, tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
+def test_empty_trace_says_so(tmp_path):
+    import warmcore
+
+    p = tmp_path / "empty.wct"
+    warmcore.Writer(str(p), 2).finish()
+    r = run("plot", p, "-o", tmp_path / "x.png")
+    assert r.returncode == 1 and r.stderr == f"warmcore: {p}: the trace has no events: nothing to plot\n"
+
+
 def test_missing_venv_says_run_make_build(tmp_path, known_trace):
     b = tmp_path / "bin" / "warmcore"
     b.parent.mkdir()

@@ -85,6 +85,8 @@ def plot(path, view: str, start=None, end=None, out="out.png", width=WIDTH) -> s
     v = views.load(view)
     trace = Trace(path)
     data = views.TraceData(trace)
+    if data.n == 0:
+        raise ValueError(f"{trace.path}: the trace has no events: nothing to plot")
     x0 = 0 if start is None else int(start)
     x1 = data.end if end is None else int(end)
     if x1 <= x0:
