@@ -161,3 +161,20 @@ def warm_up(layers=(), nr_cpus=1):
             b = float(f["begin"].iloc[0])
             _raster(layer, b, b + 1.0, 4, nr_cpus, 0)
     raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)
+
+
+def warm_up_views(specs, nr_cpus=2):
+    """Compile the kernels of views whose categories are known before the
+    data is (those without `color_by`), on a made-up layer: this can run on
+    a thread while the trace is read."""
+    from .views import Layer
+
+    for v in specs:
+        if any(c.color_by for c in v.categories):
+            continue
+        labels = [c.label for c in v.categories]
+        codes = [i % len(labels) for i in range(2)]
+        f = pd.DataFrame({"cpu": np.array([0, 1], np.int32), "begin": [0.0, 5.0], "end": [4.0, 9.0],
+                          "y": [0.0, 1.0], "cat": pd.Categorical.from_codes(codes, categories=labels)})
+        _raster(Layer(v, f, {lab: "#000000" for lab in labels}), 0, 10, 4, 2, 0)
+    raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)

@@ -42,6 +42,11 @@ class Model:
         self.lock = threading.Lock()
         self.layers: dict = {}
         self.view_specs: dict = {}
+        # Datashader compiles its kernels on first use: do it for the views we
+        # know while the trace is read (the read releases the GIL).
+        specs = [views.load(v) for v in dict.fromkeys(TIMELINE_VIEWS + [first_view])]
+        self._jit = threading.Thread(target=render.warm_up_views, args=(specs,), daemon=True)
+        self._jit.start()
         try:
             self.trace = Trace(path)
             self.data = views.TraceData(self.trace)
@@ -83,6 +88,7 @@ class Model:
 
     def warm_up(self):
         """Compute the layers the first page draws and compile their kernels."""
+        self._jit.join()
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
         for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
             if self.has[cond]:
