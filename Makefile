@@ -20,6 +20,8 @@ setup:
 build: setup
 	$(CARGO) build --release --workspace
 	@test -x $(BIN)
+	@# The Python package (bindings + viewer) into .venv, built in release mode.
+	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
 
 test: build
 	$(CARGO) test --release --workspace
@@ -45,6 +47,7 @@ demo: build
 
 bench: build
 	@scripts/bench.sh
+	@scripts/bench-view.sh
 
 clean:
 	$(CARGO) clean

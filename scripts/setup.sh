@@ -10,6 +10,8 @@ APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
 # warmcore record (BPF): clang-19 compiles the BPF side; libbpf links
 # statically against libelf, zlib and zstd.
 APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev)
+# Debian's Chromium and its WebDriver drive the viewer's browser tests.
+APT_PACKAGES+=(chromium chromium-driver)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -7,6 +7,7 @@ mod record;
 mod sim;
 mod time;
 mod trace;
+mod view;
 
 #[derive(Parser)]
 #[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
@@ -28,6 +29,10 @@ enum Cmd {
     Sim(sim::SimArgs),
     /// Compare placement policies on one machine and workload.
     Compare(sim::CompareArgs),
+    /// Open a trace in the interactive viewer (a local web page).
+    View(view::ViewArgs),
+    /// Render a view of a trace to PNG or HTML, without a server.
+    Plot(view::PlotArgs),
 }
 
 fn main() {
@@ -38,6 +43,8 @@ fn main() {
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),
         Cmd::Compare(a) => sim::compare(a),
+        Cmd::View(a) => view::view(a),
+        Cmd::Plot(a) => view::plot(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore view` and `warmcore plot`: the viewer is Python (Bokeh and
+//! Datashader, python/warmcore); this runs it in the project's virtual
+//! environment, `.venv`, which `make build` sets up.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::time::parse_ns;
+
+/// Where the viewer's Python is: $WARMCORE_PYTHON, else `.venv/bin/python`
+/// in the project that holds this binary (target/release/warmcore), else in
+/// the current directory.
+fn python() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("WARMCORE_PYTHON") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok(p);
+        }
+        bail!("WARMCORE_PYTHON={} is not a file: point it at the Python of an environment with warmcore installed, or unset it", p.display());
+    }
+    let mut tries = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(4) {
+            tries.push(dir.join(".venv/bin/python"));
+        }
+    }
+    tries.push(PathBuf::from(".venv/bin/python"));
+    tries
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow::anyhow!("the viewer needs the project's Python environment (.venv) and it is missing: run `make build`"))
+}
+
+#[derive(Args)]
+pub struct ViewArgs {
+    /// The .wct trace to open.
+    file: PathBuf,
+    /// Port of the local server (bound to 127.0.0.1 only).
+    #[arg(long, default_value_t = 5006)]
+    port: u16,
+    /// The timeline's first colouring: a built-in view (freq, process) or a view file.
+    #[arg(long, default_value = "freq")]
+    view: String,
+}
+
+#[derive(Args)]
+pub struct PlotArgs {
+    /// The .wct trace to render.
+    file: PathBuf,
+    /// A built-in view (freq, process, runqueue, nest, smove) or a view file (.toml, .json).
+    #[arg(long, default_value = "freq")]
+    view: String,
+    /// Start of the window from the trace's first event: 1.5s, 200ms, 40us or ns.
+    #[arg(long, value_parser = parse_ns)]
+    from: Option<u64>,
+    /// End of the window from the trace's first event.
+    #[arg(long, value_parser = parse_ns)]
+    to: Option<u64>,
+    /// The picture: OUT.png (raster) or OUT.html (interactive, exact segments when few).
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+fn run_python(args: Vec<String>) -> Result<()> {
+    let py = python()?;
+    let mut cmd = Command::new(&py);
+    cmd.arg("-m").arg("warmcore.view").args(&args);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Replace this process: the server then gets Ctrl-C directly.
+        let e = cmd.exec();
+        bail!("cannot run {}: {e}: run `make build` to set up .venv", py.display());
+    }
+    #[allow(unreachable_code)]
+    {
+        let status = cmd.status()?;
+        if !status.success() {
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        Ok(())
+    }
+}
+
+fn path_arg(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+pub fn view(a: ViewArgs) -> Result<()> {
+    run_python(vec!["serve".into(), path_arg(&a.file), "--port".into(), a.port.to_string(), "--view".into(), a.view])
+}
+
+pub fn plot(a: PlotArgs) -> Result<()> {
+    let mut args = vec!["plot".into(), path_arg(&a.file), "--view".into(), a.view, "-o".into(), path_arg(&a.output)];
+    if let Some(f) = a.from {
+        args.extend(["--from".into(), f.to_string()]);
+    }
+    if let Some(t) = a.to {
+        args.extend(["--to".into(), t.to_string()]);
+    }
+    run_python(args)
+}

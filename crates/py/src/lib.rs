@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Python bindings to crates/trace: open a `.wct`, read its header, machine
+//! and process table, and read a time range of chosen CPUs and events as an
+//! Arrow record batch. The columns are built once in Rust and handed to
+//! pyarrow through the Arrow C data interface without a copy; pandas and
+//! Polars views are made from that batch on the Python side.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_pyarrow::ToPyArrow;
+use arrow_schema::{DataType, Field, Schema};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use warmcore_trace::meta::{CpuTopo, Header, Machine, Provenance};
+use warmcore_trace::{Event, Trace, Window, Writer, WriterOptions};
+
+create_exception!(_native, TraceError, PyException, "A trace that cannot be read or written: the reader's one-line message.");
+
+fn trace_err(e: warmcore_trace::TraceError) -> PyErr {
+    TraceError::new_err(e.to_string())
+}
+
+fn json_to_py<'py>(py: Python<'py>, v: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let s = serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (s,))
+}
+
+/// An open trace. Opening maps the file and checks its structure; events are
+/// decoded only when read.
+#[pyclass(name = "Trace", module = "warmcore._native", frozen)]
+struct PyTrace {
+    inner: Trace,
+}
+
+/// The columns of a read, grown in place then moved into Arrow buffers.
+#[derive(Default)]
+struct Columns {
+    ts: Vec<u64>,
+    cpu: Vec<u32>,
+    pid: Vec<u32>,
+    id: Vec<u32>,
+    a: Vec<u32>,
+    b: Vec<u32>,
+}
+
+impl Columns {
+    fn with_capacity(n: usize) -> Self {
+        Columns {
+            ts: Vec::with_capacity(n),
+            cpu: Vec::with_capacity(n),
+            pid: Vec::with_capacity(n),
+            id: Vec::with_capacity(n),
+            a: Vec::with_capacity(n),
+            b: Vec::with_capacity(n),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, cpu: u32, e: &Event) {
+        self.ts.push(e.ts);
+        self.cpu.push(cpu);
+        self.pid.push(e.pid);
+        self.id.push(e.id);
+        self.a.push(e.a());
+        self.b.push(e.b());
+    }
+
+    fn into_batch(self) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ts", DataType::UInt64, false),
+            Field::new("cpu", DataType::UInt32, false),
+            Field::new("pid", DataType::UInt32, false),
+            Field::new("id", DataType::UInt32, false),
+            Field::new("a", DataType::UInt32, false),
+            Field::new("b", DataType::UInt32, false),
+        ]));
+        // From<Vec<T>> moves each vector into its buffer: no copy.
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(self.ts)),
+            Arc::new(UInt32Array::from(self.cpu)),
+            Arc::new(UInt32Array::from(self.pid)),
+            Arc::new(UInt32Array::from(self.id)),
+            Arc::new(UInt32Array::from(self.a)),
+            Arc::new(UInt32Array::from(self.b)),
+        ];
+        RecordBatch::try_new(schema, cols).expect("columns of equal length")
+    }
+}
+
+impl PyTrace {
+    /// Event names or ids to this file's ids; an unknown name is an error that
+    /// lists the names the file has.
+    fn event_ids(&self, events: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let table = &self.inner.header.events;
+        let mut out = Vec::new();
+        for item in events.try_iter()? {
+            let item = item?;
+            if let Ok(id) = item.extract::<u32>() {
+                out.push(id);
+                continue;
+            }
+            let name: String = item.extract().map_err(|_| PyValueError::new_err("events: expected event names or ids"))?;
+            match table.id(&name) {
+                Some(id) => out.push(id),
+                None => {
+                    let known: Vec<&str> = table.names.iter().map(|(_, n)| n.as_str()).collect();
+                    return Err(PyValueError::new_err(format!(
+                        "{}: no event named {name:?}: the trace has {}",
+                        self.inner.path(),
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl PyTrace {
+    #[new]
+    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let inner = py.detach(|| Trace::open(&path)).map_err(trace_err)?;
+        Ok(PyTrace { inner })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        self.inner.path()
+    }
+
+    #[getter]
+    fn nr_cpus(&self) -> u32 {
+        self.inner.nr_cpus()
+    }
+
+    /// The header (machine, event table, provenance) as plain Python data.
+    #[getter]
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.inner.header)
+    }
+
+    #[getter]
+    fn machine<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.inner.header.machine)
+    }
+
+    /// This file's event table: id -> name.
+    fn event_names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (id, name) in &self.inner.header.events.names {
+            d.set_item(id, name)?;
+        }
+        Ok(d)
+    }
+
+    /// The process table: pid -> {pid, ppid, comm, first_ns, last_ns}.
+    fn processes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (pid, p) in self.inner.processes() {
+            let e = PyDict::new(py);
+            e.set_item("pid", p.pid)?;
+            e.set_item("ppid", p.ppid)?;
+            e.set_item("comm", &p.comm)?;
+            e.set_item("first_ns", p.first_ns)?;
+            e.set_item("last_ns", p.last_ns)?;
+            d.set_item(pid, e)?;
+        }
+        Ok(d)
+    }
+
+    /// The process table as a pyarrow.RecordBatch (pid, ppid, comm,
+    /// first_ns, last_ns), in pid order: cheaper than `processes()` for
+    /// traces with hundreds of thousands of tasks.
+    fn process_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let procs = self.inner.processes();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("pid", DataType::UInt32, false),
+            Field::new("ppid", DataType::UInt32, false),
+            Field::new("comm", DataType::Utf8, false),
+            Field::new("first_ns", DataType::UInt64, false),
+            Field::new("last_ns", DataType::UInt64, false),
+        ]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt32Array::from_iter_values(procs.values().map(|p| p.pid))),
+            Arc::new(UInt32Array::from_iter_values(procs.values().map(|p| p.ppid))),
+            Arc::new(StringArray::from_iter_values(procs.values().map(|p| p.comm.as_str()))),
+            Arc::new(UInt64Array::from_iter_values(procs.values().map(|p| p.first_ns))),
+            Arc::new(UInt64Array::from_iter_values(procs.values().map(|p| p.last_ns))),
+        ];
+        RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
+    }
+
+    /// (first, last) timestamps in ns, or None for a trace without events.
+    fn span(&self) -> Option<(u64, u64)> {
+        self.inner.span()
+    }
+
+    fn event_count(&self) -> u64 {
+        self.inner.event_count()
+    }
+
+    fn cpu_event_counts(&self) -> Vec<u64> {
+        self.inner.cpu_event_counts()
+    }
+
+    /// Events lost per CPU, as the recorder counted them.
+    #[getter]
+    fn lost(&self) -> Vec<u64> {
+        self.inner.lost.clone()
+    }
+
+    /// Why the trace is incomplete (a recorder that stopped early), if it is.
+    #[getter]
+    fn incomplete(&self) -> Option<String> {
+        self.inner.incomplete.clone()
+    }
+
+    /// Events of `cpus` (all if None) and `events` (names or ids, all if None)
+    /// with `start <= ts < end` (absolute ns), as a pyarrow.RecordBatch with
+    /// columns ts, cpu, pid, id, a, b. `order="cpu"` gives each CPU's events
+    /// in time order, CPU after CPU (the fastest); `order="time"` merges them
+    /// into global time order, ties broken by CPU.
+    #[pyo3(signature = (cpus=None, events=None, start=None, end=None, order="cpu"))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        cpus: Option<Vec<u32>>,
+        events: Option<&Bound<'py, PyAny>>,
+        start: Option<u64>,
+        end: Option<u64>,
+        order: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = &self.inner;
+        if let Some(cs) = &cpus {
+            if let Some(bad) = cs.iter().find(|&&c| c >= t.nr_cpus()) {
+                return Err(PyValueError::new_err(format!(
+                    "{}: no CPU {bad}: the trace has CPUs 0-{}",
+                    t.path(),
+                    t.nr_cpus().saturating_sub(1)
+                )));
+            }
+        }
+        let ids = events.map(|e| self.event_ids(e)).transpose()?;
+        let w = Window { from: start.unwrap_or(0), to: end.unwrap_or(u64::MAX) };
+        if order != "cpu" && order != "time" {
+            return Err(PyValueError::new_err(format!("order: expected \"cpu\" or \"time\", found {order:?}")));
+        }
+        let by_time = order == "time";
+        let cols = py
+            .detach(|| -> warmcore_trace::Result<Columns> {
+                let list: Vec<u32> = cpus.clone().unwrap_or_else(|| (0..t.nr_cpus()).collect());
+                let keep = |id: u32| ids.as_ref().is_none_or(|v| v.contains(&id));
+                let counts = t.cpu_event_counts();
+                let whole = w.from == 0 && w.to == u64::MAX && ids.is_none();
+                let cap = if whole { list.iter().map(|&c| counts[c as usize] as usize).sum() } else { 0 };
+                let mut cols = Columns::with_capacity(cap);
+                if by_time {
+                    for e in t.events(Some(&list), w) {
+                        let e = e?;
+                        if keep(e.ev.id) {
+                            cols.push(e.cpu, &e.ev);
+                        }
+                    }
+                } else {
+                    for &cpu in &list {
+                        for e in t.cpu_events(cpu, w) {
+                            let e = e?;
+                            if keep(e.id) {
+                                cols.push(cpu, &e);
+                            }
+                        }
+                    }
+                }
+                Ok(cols)
+            })
+            .map_err(trace_err)?;
+        cols.into_batch().to_pyarrow(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<warmcore.Trace {} ({} CPUs, {} events)>", self.inner.path(), self.inner.nr_cpus(), self.inner.event_count())
+    }
+}
+
+/// A writer of `.wct` files, for tests and small tools: a flat machine of
+/// `cpus` CPUs with the given frequency range in kHz.
+#[pyclass(name = "Writer", module = "warmcore._native", unsendable)]
+struct PyWriter {
+    inner: Option<Writer<std::fs::File>>,
+    path: String,
+}
+
+impl PyWriter {
+    fn w(&mut self) -> PyResult<&mut Writer<std::fs::File>> {
+        let path = &self.path;
+        self.inner.as_mut().ok_or_else(|| TraceError::new_err(format!("{path}: the writer is already finished")))
+    }
+}
+
+#[pymethods]
+impl PyWriter {
+    #[new]
+    #[pyo3(signature = (path, cpus, freq_min_khz=0, freq_base_khz=0, freq_max_khz=0, name="python", zstd_level=None))]
+    fn new(
+        path: std::path::PathBuf,
+        cpus: u32,
+        freq_min_khz: u32,
+        freq_base_khz: u32,
+        freq_max_khz: u32,
+        name: &str,
+        zstd_level: Option<i32>,
+    ) -> PyResult<Self> {
+        let machine = Machine {
+            name: name.to_string(),
+            cpus: (0..cpus).map(|cpu| CpuTopo { cpu, core: cpu, die: 0, socket: 0 }).collect(),
+            freq_min_khz,
+            freq_base_khz,
+            freq_max_khz,
+        };
+        let header = Header {
+            machine,
+            events: Default::default(),
+            provenance: Provenance::Other { description: "written from Python".into() },
+            wall_clock_start: None,
+        };
+        let w = Writer::create(&path, &header, WriterOptions { zstd_level, ..Default::default() }).map_err(trace_err)?;
+        Ok(PyWriter { inner: Some(w), path: path.display().to_string() })
+    }
+
+    /// Append one event to `cpu`'s stream (each CPU's events in time order).
+    #[pyo3(signature = (cpu, ts, pid, id, a=0, b=0))]
+    fn push(&mut self, cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> PyResult<()> {
+        self.w()?.push(cpu, Event::new(ts, pid, id, a, b)).map_err(trace_err)
+    }
+
+    /// Append an event whose argument is a task name (EXEC's).
+    fn push_comm(&mut self, cpu: u32, ts: u64, pid: u32, id: u32, comm: &str) -> PyResult<()> {
+        self.w()?.push(cpu, Event::with_comm(ts, pid, id, comm)).map_err(trace_err)
+    }
+
+    fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) -> PyResult<()> {
+        self.w()?.note_process(pid, ppid, comm, ts);
+        Ok(())
+    }
+
+    /// Write the index and close the file; returns the number of events.
+    fn finish(&mut self) -> PyResult<u64> {
+        let w = self.w()?;
+        let _ = w;
+        self.inner.take().unwrap().finish().map_err(trace_err)
+    }
+}
+
+/// The built-in event ids, by name.
+fn builtin_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (id, name) in warmcore_trace::event::BUILTIN {
+        d.set_item(*name, *id)?;
+    }
+    Ok(d)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyTrace>()?;
+    m.add_class::<PyWriter>()?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("EVENT_IDS", builtin_ids(py)?)?;
+    let _ = PyList::empty(py);
+    Ok(())
+}

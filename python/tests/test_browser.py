@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""End to end: `warmcore view` serves a trace, headless Debian Chromium opens
+it, the timeline raster appears, zooming into 1 ms gives exact segments, and
+hovering a known segment shows its details. Screenshots are kept in
+out/test-artifacts/ for a person to look at."""
+
+import io
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import warmcore
+from warmcore import views as V
+
+from conftest import BIN, ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+DRIVER = "/usr/bin/chromedriver"
+ART = ROOT / "out" / "test-artifacts"
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER) and BIN.exists()),
+    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh) and the warmcore binary (make build)")
+
+# All text of the page, through Bokeh's shadow roots.
+DEEP_TEXT = """
+function walk(n) {
+  let s = '';
+  if (n.shadowRoot) s += walk(n.shadowRoot);
+  for (const c of n.childNodes) {
+    if (c.nodeType === 3) s += c.textContent + ' ';
+    else s += walk(c);
+  }
+  return s;
+}
+return walk(document.body);
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server():
+    procs = []
+
+    def start(trace, *extra):
+        port = free_port()
+        p = subprocess.Popen([str(BIN), "view", str(trace), "--port", str(port), *extra],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        deadline = time.monotonic() + 120
+        line = ""
+        while time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if "http://127.0.0.1:" in line or p.poll() is not None:
+                break
+        assert f"http://127.0.0.1:{port}/" in line, (line, p.stderr.read() if p.poll() is not None else "")
+        return f"http://127.0.0.1:{port}/"
+
+    yield start
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="warmcore-chromium-")
+    o = Options()
+    o.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--window-size=1400,1500", f"--user-data-dir={profile}"):
+        o.add_argument(a)
+    d = webdriver.Chrome(service=Service(DRIVER), options=o)
+    d.set_page_load_timeout(60)
+    yield d
+    d.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_text(d, pred, timeout=90):
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = d.execute_script(DEEP_TEXT)
+        if pred(text):
+            return text
+        time.sleep(0.25)
+    raise AssertionError(f"timed out; the page says: {text[:2000]}")
+
+
+def shot(d, name):
+    ART.mkdir(parents=True, exist_ok=True)
+    png = d.get_screenshot_as_png()
+    (ART / name).write_bytes(png)
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def frame_box(d, name):
+    """The plotting frame of figure `name` in viewport pixels: left, top, width, height."""
+    return d.execute_script("""
+const p = Bokeh.documents[0].get_model_by_name(arguments[0]);
+const v = Bokeh.index.find_one(p);
+const r = v.el.getBoundingClientRect(); const f = v.frame.bbox;
+return [r.left + f.left, r.top + f.top, f.width, f.height];""", name)
+
+
+def to_screen(d, name, x_ms, y):
+    return d.execute_script("""
+const p = Bokeh.documents[0].get_model_by_name(arguments[0]);
+const v = Bokeh.index.find_one(p);
+const r = v.el.getBoundingClientRect();
+return [r.left + v.frame.x_scale.compute(arguments[1]), r.top + v.frame.y_scale.compute(arguments[2])];""",
+                            name, x_ms, y)
+
+
+def hex_rgb(h):
+    return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def test_timeline_zoom_and_hover(server, browser, synth_trace):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    # The known event: a task's segment on CPU 2 lasting at least 150 us.
+    t = warmcore.open(synth_trace)
+    L = V.apply(V.load("freq"), V.TraceData(t))
+    f = L.frame
+    f = f[(f["cpu"] == 2) & (f["task"] != 0) & (f["end"] - f["begin"] >= 150_000) & (f["begin"] > 100e6)]
+    seg = V.complete(L, V.TraceData(t), f.iloc[:1]).iloc[0]
+    task, comm = int(seg["task"]), str(seg["comm"])
+    b_ms = seg["begin"] / 1e6
+    w0, w1 = b_ms - 0.3, b_ms + 0.7   # a 1 ms window holding the segment's start
+    assert len(L.frame) > 20_000      # zoomed out, the timeline is a raster
+
+    d = browser
+    d.get(server(synth_trace))
+    wait_text(d, lambda s: "raster:" in s and "rendered in" in s)
+    img = shot(d, "view-overview.png")
+    left, top, w, h = (int(round(x)) for x in frame_box(d, "timeline"))
+    area = img[top + 2:top + h - 2, left + 2:left + w - 2].reshape(-1, 3).astype(np.int64)
+    # The frame is filled: hardly any of the white background shows.
+    white = (area.min(axis=1) >= 245).mean()
+    assert white < 0.1, white
+    # And mostly with the colours of the bands (blended where a pixel holds
+    # several segments): near one of them, or a mix of two.
+    bands = np.array([hex_rgb(c) for c in L.colors.values()], dtype=np.int64)
+    dist = np.abs(area[:, None, :] - bands[None, :, :]).sum(axis=2).min(axis=1)
+    assert (dist < 90).mean() > 0.4, (dist < 90).mean()
+
+    # Zoom: type the window into From/To and press Go, as a person would.
+    d.execute_script("""
+const doc = Bokeh.documents[0];
+doc.get_model_by_name('from').value = String(arguments[0]);
+doc.get_model_by_name('to').value = String(arguments[1]);""", w0, w1)
+    gx, gy = d.execute_script("""
+const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('go'));
+const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
+    ActionChains(d).move_by_offset(int(gx), int(gy)).click().perform()
+    text = wait_text(d, lambda s: "exact:" in s and f"{w0:.3f}" in s)
+    assert "segments with hover" in text
+
+    # Hover the segment's middle (within the window) on CPU 2's row.
+    mid = (max(b_ms, w0) + min(seg["end"] / 1e6, w1)) / 2
+    x, y = to_screen(d, "timeline", mid, 2)
+    ActionChains(d).move_by_offset(int(x) - int(gx), int(y) - int(gy)).perform()
+    text = wait_text(d, lambda s: f"{task} ({comm})" in s, timeout=30)
+    shot(d, "view-zoomed-hover.png")
+    assert "MHz" in text and "CTX_SWITCH" in text
+
+
+def test_unreadable_trace_shows_the_readers_line(server, browser, tmp_path):
+    bad = tmp_path / "broken.wct"
+    bad.write_bytes(b"WCTRACE\0" + b"\xff" * 200)
+    with pytest.raises(warmcore.TraceError) as e:
+        warmcore.open(bad)
+    d = browser
+    d.get(server(bad))
+    text = wait_text(d, lambda s: "broken.wct" in s, timeout=60)
+    shot(d, "view-error.png")
+    assert str(e.value) in text
+
+
+def test_port_in_use_says_so_and_suggests_another(known_trace):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([str(BIN), "view", str(known_trace), "--port", str(port)], capture_output=True,
+                           text=True, timeout=120)
+    assert r.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use: try --port" in r.stderr and r.stderr.count("\n") == 1

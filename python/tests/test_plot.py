@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""`warmcore plot`, through the Rust CLI that runs the package."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import BIN, MS
+
+pytestmark = pytest.mark.skipif(not BIN.exists(), reason="warmcore binary not built: run make build")
+
+
+def run(*args, cwd=None, env=None):
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_png_shows_the_frequency_bands(known_trace, tmp_path):
+    out = tmp_path / "f.png"
+    r = run("plot", known_trace, "--view", "freq", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "raster" in r.stdout and "5 segments" in r.stdout
+    img = np.asarray(Image.open(out).convert("RGB"))
+    # The plot area only (4 CPUs of 24 px under a 30 px title), not the legend.
+    colors = {tuple(int(x) for x in c) for c in img[31:30 + 4 * 24, 61:1400 - 260].reshape(-1, 3)}
+    # The lowest band's blue, base band's orange and idle's grey are drawn.
+    for hexc in ("#2c7bb6", "#fdae61", "#e8e8e8"):
+        assert tuple(int(hexc[i:i + 2], 16) for i in (1, 3, 5)) in colors, hexc
+    # The highest band is not: nothing ran above 2.5 GHz at a switch.
+    assert (0xd7, 0x19, 0x1c) not in colors
+
+
+def test_html_zoomed_in_has_exact_segments_with_hover(known_trace, tmp_path):
+    out = tmp_path / "z.html"
+    r = run("plot", known_trace, "--view", "process", "--from", "50ms", "--to", "51ms", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "exact segments" in r.stdout
+    html = out.read_text()
+    assert "HoverTool" in html and '"ld"' in html
+    # Self-contained: the page does not load Bokeh from elsewhere.
+    assert "<script src=\"http" not in html
+
+
+def test_bad_inputs_give_one_line(known_trace, tmp_path):
+    bad = tmp_path / "bad.wct"
+    bad.write_bytes(b"\0" * 100)
+    r = run("plot", bad, "-o", tmp_path / "x.png")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and str(bad) in r.stderr
+    r = run("plot", known_trace, "--view", "nope", "-o", tmp_path / "x.png")
+    assert r.returncode == 1 and "no such view" in r.stderr and r.stderr.count("\n") == 1
+    r = run("plot", known_trace, "-o", tmp_path / "x.jpg")
+    assert r.returncode == 1 and "expected an output ending in .png or .html" in r.stderr
+    r = run("plot", known_trace, "--from", "5ms", "--to", "1ms", "-o", tmp_path / "x.png")
+    assert r.returncode == 1 and "is not before" in r.stderr
+    v = tmp_path / "evil.toml"
+    v.write_text('name = "e"\nshape = "marks"\n[[category]]\nlabel = "x"\nquery = "__import__(\'os\').system(\'touch pwned\')"\n')
+    r = run("plot", known_trace, "--view", v, "-o", tmp_path / "x.png", cwd=tmp_path)
+    assert r.returncode == 1 and f"{v}:5: category 'x' query" in r.stderr and "function call" in r.stderr
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_empty_trace_says_so(tmp_path):
+    import warmcore
+
+    p = tmp_path / "empty.wct"
+    warmcore.Writer(str(p), 2).finish()
+    r = run("plot", p, "-o", tmp_path / "x.png")
+    assert r.returncode == 1 and r.stderr == f"warmcore: {p}: the trace has no events: nothing to plot\n"
+
+
+def test_missing_venv_says_run_make_build(tmp_path, known_trace):
+    b = tmp_path / "bin" / "warmcore"
+    b.parent.mkdir()
+    shutil.copy(BIN, b)
+    env = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run([str(b), "plot", str(known_trace), "-o", "x.png"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 1
+    assert r.stderr.strip().endswith("run `make build`") and r.stderr.count("\n") == 1

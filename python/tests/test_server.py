@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The viewer's document without a browser: the panels a trace gets, the
+switch from raster to exact segments, and what hover shows."""
+
+import html
+
+import numpy as np
+from bokeh.document import Document
+
+import warmcore
+from warmcore import render, server
+from warmcore import views as V
+
+from conftest import MS
+
+
+def test_hover_details_of_a_known_event(known_trace):
+    d = V.TraceData(warmcore.open(known_trace))
+    idx = render.events_in_window(d, d.ids(["MIGRATE"]), 50 * MS, 51 * MS)
+    src = render.event_source(d, idx, render.event_palette(["MIGRATE"]))
+    assert list(src["event"]) == ["MIGRATE"]
+    assert (int(src["cpu"][0]), int(src["pid"][0]), src["comm"][0]) == (1, 103, "ld")
+    assert (int(src["a"][0]), int(src["b"][0]), float(src["freq_mhz"][0])) == (1, 2, 2000.0)
+    assert src["x"][0] == 50.6
+
+
+def test_document_panels_and_exact_mode(known_trace, monkeypatch):
+    model = server.Model(str(known_trace), "process")
+    assert model.error is None
+    doc = Document()
+    refresh, x_range, status = server.make_document(doc, model)
+    names = {m.name for m in doc.models if m.name}
+    # RQ_SIZE, NEST_CHANGE and MOVE_TIMER_* are in the trace: their panels are there.
+    assert {"timeline", "runqueue", "load", "nest", "smove", "events"} <= names
+    assert "id='mode'>exact" in status.text
+    x_range.start, x_range.end = 50.0, 51.0
+    refresh()
+    seg = doc.get_model_by_name("segments").data_source.data
+    ld = [i for i, c in enumerate(seg["comm"]) if c == "ld"]
+    assert len(ld) == 1 and seg["cpu"][ld[0]] == 1 and seg["left"][ld[0]] == 50.5
+    assert abs(seg["dur_us"][ld[0]] - 200.0) < 1e-6
+    # Below the threshold nothing is rasterised; above it the timeline is an image.
+    monkeypatch.setattr(render, "EXACT_MAX", 2)
+    x_range.start, x_range.end = 0.0, 100.0
+    refresh()
+    assert "id='mode'>raster" in status.text
+    img = doc.get_model_by_name("timeline_image").data_source.data["image"][0]
+    assert img.shape == (4, server.PLOT_W) and np.count_nonzero(img) > 0
+    assert len(doc.get_model_by_name("segments").data_source.data["left"]) == 0
+
+
+def test_load_panel_counts_under_and_overload(known_trace):
+    model = server.Model(str(known_trace), "freq")
+    ts = np.array([25 * MS, 50.6 * MS, 80 * MS])
+    rq = model.rq_at(ts)
+    # CPU 0 has 2 tasks from 20 to 30 ms: overloaded while the other three idle.
+    assert rq[:, 0].tolist() == [2, 0, 0, 0]
+    busy = model.busy_at(ts)
+    assert busy[:, 1].tolist() == [1, 1, 0, 0]   # cc1 on CPU 0, ld on CPU 1 at 50.6 ms
+    assert busy[:, 2].tolist() == [0, 0, 0, 0]
+
+
+def test_unreadable_trace_makes_an_error_page(tmp_path):
+    bad = tmp_path / "bad.wct"
+    bad.write_bytes(b"garbage" * 10)
+    model = server.Model(str(bad), "freq")
+    assert model.error and str(bad) in model.error
+    doc = Document()
+    server.make_document(doc, model)
+    err = doc.get_model_by_name("error")
+    assert html.escape(model.error) in err.text

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The viewer's benchmark (scripts/bench-view.sh): time to the first picture,
+re-rendering per zoom and pan, peak memory. It runs what the server runs for a
+page (the document with all its panels, rasters included) without a browser:
+the browser's own drawing is not counted."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import time
+
+T_START = time.perf_counter()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--view", default="freq")
+    a = ap.parse_args()
+    from bokeh.document import Document
+
+    from . import render, server
+
+    t_import = time.perf_counter()
+    model = server.Model(a.file, a.view)
+    if model.error:
+        raise SystemExit(f"warmcore: {model.error}")
+    t_load = time.perf_counter()
+    model.layer(model.first_view)
+    model.layer("freq")
+    t_view = time.perf_counter()
+    model.warm_up()
+    t_warm = time.perf_counter()
+    doc = Document()
+    refresh, x_range, status = server.make_document(doc, model)
+    t_first = time.perf_counter()
+    d = model.data
+    print(f"trace: {a.file}: {d.n:,} events, {d.nr_cpus} CPUs, {d.end / 1e9:.3f} s; "
+          f"view {model.first_view}: {len(model.layer(model.first_view).frame):,} segments")
+    print(f"first picture: {t_first - T_START:.2f} s from process start "
+          f"(imports {t_import - T_START:.2f}, open+read {t_load - t_import:.2f}, "
+          f"views {t_view - t_load:.2f}, raster kernels {t_warm - t_view:.2f}, "
+          f"page with all panels {t_first - t_warm:.2f})")
+    print(f"first picture once the trace is open (imports and kernels ready): {t_first - t_warm + t_view - t_load:.2f} s")
+
+    # Zoom in by 4x steps towards the middle, panning half a window at each level.
+    end_ms = d.end / 1e6
+    steps = []
+    w = end_ms
+    centre = end_ms / 2
+    while w > 0.5:
+        for shift in (0.0, 0.5):
+            x0 = max(0.0, centre - w / 2 + shift * w)
+            t = time.perf_counter()
+            x_range.start, x_range.end = x0, x0 + w
+            refresh()
+            dt = time.perf_counter() - t
+            mode = "exact" if "id='mode'>exact" in status.text else "raster"
+            steps.append((w, "pan" if shift else "zoom", mode, dt))
+        w /= 4
+    for w, kind, mode, dt in steps:
+        print(f"  {kind:4} window {w:12.3f} ms  {mode:6}  {dt * 1e3:7.0f} ms")
+    dts = [s[3] for s in steps]
+    print(f"re-render per zoom/pan: median {statistics.median(dts) * 1e3:.0f} ms, max {max(dts) * 1e3:.0f} ms "
+          f"over {len(dts)} steps")
+    print(f"peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

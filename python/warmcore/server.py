@@ -1,0 +1,386 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""`warmcore view`: a Bokeh server on 127.0.0.1 showing one trace.
+
+Panels, sharing one time axis: the per-CPU timeline (the running task
+coloured by frequency band or by process, idle periods, and events as
+vertical marks filtered by type, ticks among them), the run-queue size per
+CPU, under- and overload over time, nest membership and S_move timers when
+the trace has them, and the density of events by type. Zoomed out, each
+panel is a Datashader raster; below `render.EXACT_MAX` segments in the window
+the timeline draws exact segments and marks with hover details.
+"""
+
+from __future__ import annotations
+
+import html
+import socket
+import sys
+import threading
+import time
+from typing import Optional
+
+import numpy as np
+
+from . import render, views
+from .trace import Trace
+
+WIDTH = 1300          # the figures' width in CSS pixels
+PLOT_W = WIDTH - 70   # about the width of the plotting frame: the rasters' width
+EVENT_MARKS_MAX = 5_000
+LOAD_BINS = 400
+# Views that colour the per-CPU timeline, offered in the page's selector.
+TIMELINE_VIEWS = ["freq", "process"]
+
+
+class Model:
+    """What every page of the server shares: the trace, loaded once, and the
+    views applied to it, computed once each."""
+
+    def __init__(self, path: str, first_view: str):
+        self.path = path
+        self.error: Optional[str] = None
+        self.lock = threading.Lock()
+        self.layers: dict = {}
+        self.view_specs: dict = {}
+        # Datashader compiles its kernels on first use: do it for the views we
+        # know while the trace is read (the read releases the GIL).
+        specs = [views.load(v) for v in dict.fromkeys(TIMELINE_VIEWS + [first_view])]
+        self._jit = threading.Thread(target=render.warm_up_views, args=(specs,), daemon=True)
+        self._jit.start()
+        try:
+            self.trace = Trace(path)
+            self.data = views.TraceData(self.trace)
+        except Exception as e:  # the reader's one-line message, shown on the page
+            self.error = str(e)
+            return
+        for name in TIMELINE_VIEWS + [first_view]:
+            if name not in self.view_specs:
+                self.view_specs[name] = views.load(name)
+        self.first_view = self.view_specs[first_view].name
+        self.view_specs = {v.name: v for v in self.view_specs.values()}
+        self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
+        counts = np.bincount(self.data.cols["id"]) if self.data.n else np.zeros(0, np.int64)
+        self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in enumerate(counts) if c}
+        self.event_types = sorted(self.event_counts)
+        self.palette = render.event_palette(self.event_types)
+
+    def layer(self, name: str) -> views.Layer:
+        with self.lock:
+            if name not in self.layers:
+                spec = self.view_specs.get(name) or views.load(name)
+                self.layers[name] = views.apply(spec, self.data)
+            return self.layers[name]
+
+    def events_frame(self):
+        """Every event as (x = ts, y = its type's row), for the density panel."""
+        with self.lock:
+            if getattr(self, "_events_frame", None) is None:
+                import pandas as pd
+
+                c = self.data.cols
+                rowmap = np.full(int(c["id"].max()) + 1 if self.data.n else 1, -1, dtype=np.float64)
+                for i, tn in enumerate(self.event_types):
+                    eid = self.data.trace.event_id(tn)
+                    if eid is not None and eid < len(rowmap):
+                        rowmap[eid] = i
+                self._events_frame = pd.DataFrame({"x": c["ts"].astype(np.float64), "y": rowmap[c["id"]]})
+            return self._events_frame
+
+    def warm_up(self):
+        """Compute the layers the first page draws and compile their kernels."""
+        self._jit.join()
+        names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
+        for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
+            if self.has[cond]:
+                names.append(vname)
+        render.warm_up([self.layer(n) for n in dict.fromkeys(names)], self.data.nr_cpus)
+        self.events_frame()
+
+    def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
+        """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
+        RQ_SIZE events; None when the trace has none."""
+        if not self.has["RQ_SIZE"]:
+            return None
+        f = self.layer("runqueue").frame
+        cpu, beg, nr = f["cpu"].to_numpy(), f["begin"].to_numpy(), f["nr_running"].to_numpy()
+        bounds = np.searchsorted(cpu, np.arange(self.data.nr_cpus + 1))
+        out = np.zeros((self.data.nr_cpus, len(ts)), dtype=np.int64)
+        for c in range(self.data.nr_cpus):
+            s, e = bounds[c], bounds[c + 1]
+            if s == e:
+                continue
+            j = np.searchsorted(beg[s:e], ts, side="right") - 1
+            ok = j >= 0
+            out[c, ok] = nr[s:e][j[ok]]
+        return out
+
+    def busy_at(self, ts: np.ndarray) -> np.ndarray:
+        """1 where a task runs on each CPU at the times `ts`, from the switches."""
+        f = self.layer("freq").frame
+        cpu, beg, task = f["cpu"].to_numpy(), f["begin"].to_numpy(), f["task"].to_numpy()
+        bounds = np.searchsorted(cpu, np.arange(self.data.nr_cpus + 1))
+        out = np.zeros((self.data.nr_cpus, len(ts)), dtype=np.int64)
+        for c in range(self.data.nr_cpus):
+            s, e = bounds[c], bounds[c + 1]
+            if s == e:
+                continue
+            j = np.searchsorted(beg[s:e], ts, side="right") - 1
+            ok = j >= 0
+            out[c, ok] = (task[s:e][j[ok]] != 0)
+        return out
+
+
+def _fig(title, height, x_range, nrows, name, ylabel="CPU"):
+    from bokeh.models import Range1d
+    from bokeh.plotting import figure
+
+    p = figure(title=title, width=WIDTH, height=height, x_range=x_range,
+               y_range=Range1d(-0.5, nrows - 0.5), tools="xpan,xwheel_zoom,xbox_zoom,reset",
+               active_scroll="xwheel_zoom", name=name, y_axis_label=ylabel, min_border_left=60,
+               min_border_right=10, output_backend="canvas")
+    from bokeh.models import BasicTicker
+
+    p.yaxis.ticker = BasicTicker(min_interval=1, desired_num_ticks=min(nrows, 16))
+    p.xaxis.axis_label = "time (ms from the trace's start)"
+    p.toolbar.logo = None
+    return p
+
+
+def make_document(doc, model: Model):
+    from bokeh.layouts import column, row
+    from bokeh.models import (Button, ColumnDataSource, Div, HoverTool, MultiChoice, Range1d, Select,
+                              TextInput)
+
+    doc.title = f"warmcore view: {model.path}"
+    if model.error is not None:
+        doc.add_root(Div(text=f"<h3>warmcore view</h3><p id='trace-error' style='color:#b00020'>"
+                              f"{html.escape(model.error)}</p>", name="error"))
+        return
+    data = model.data
+    n = data.nr_cpus
+    m = data.trace.machine
+    end_ms = max(data.end, 1) / render.MS
+    header = Div(text=(f"<b>{html.escape(model.path)}</b>: {html.escape(m.get('name', ''))}, {n} CPUs, "
+                       f"{data.n:,} events over {end_ms:.3f} ms; frequency {m.get('freq_min_khz', 0) / 1e3:.0f}-"
+                       f"{m.get('freq_max_khz', 0) / 1e3:.0f} MHz (base {m.get('freq_base_khz', 0) / 1e3:.0f})"),
+                 width=WIDTH)
+    status = Div(text="", name="status", width=WIDTH)
+    x_range = Range1d(0, end_ms, bounds=(-0.01 * end_ms, end_ms * 1.01), name="x_range")
+
+    # The per-CPU timeline.
+    tl_h = int(min(900, max(240, 70 + n * 6)))
+    tl = _fig(f"Per-CPU timeline", tl_h, x_range, n, "timeline")
+    img_src = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
+    tl.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=img_src, name="timeline_image")
+    seg_src = ColumnDataSource({k: [] for k in ("left", "right", "bottom", "top", "color", "cpu", "task", "comm",
+                                                "label", "dur_us", "freq_mhz", "event", "pid", "a", "b")})
+    segs = tl.quad(left="left", right="right", bottom="bottom", top="top", color="color", line_width=0,
+                   source=seg_src, name="segments")
+    ev_src = ColumnDataSource({k: [] for k in ("x", "y0", "y1", "cpu", "event", "pid", "comm", "a", "b",
+                                               "freq_mhz", "color")})
+    marks = tl.segment(x0="x", x1="x", y0="y0", y1="y1", color="color", line_width=2, source=ev_src,
+                       name="event_marks")
+    tl.add_tools(HoverTool(renderers=[segs], tooltips=render.SEGMENT_TOOLTIPS, name="segment_hover"))
+    tl.add_tools(HoverTool(renderers=[marks], tooltips=render.EVENT_TOOLTIPS, name="event_hover"))
+    legend = Div(text="", width=WIDTH, name="legend")
+
+    panels = []
+    # Run-queue size per CPU.
+    rq_img = None
+    if model.has["RQ_SIZE"]:
+        rq = _fig("Run-queue size per CPU", int(min(500, max(160, 60 + n * 3))), x_range, n, "runqueue")
+        rq_img = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
+        rq.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=rq_img)
+        panels += [rq, Div(text=_legend(model.layer("runqueue").colors), width=WIDTH)]
+    else:
+        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events; "
+                               "the load panel counts busy CPUs from the context switches.</i>", width=WIDTH))
+    # Under- and overload over time.
+    load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
+    load.y_range = Range1d(0, n + 0.5)
+    load.yaxis.ticker.desired_num_ticks = 5
+    load_src = ColumnDataSource({"t": [], "busy": [], "over": [], "under": []})
+    load.line("t", "busy", source=load_src, color="#636363", legend_label="busy CPUs")
+    load.line("t", "over", source=load_src, color="#d7191c", legend_label="overloaded (2+ tasks)")
+    load.line("t", "under", source=load_src, color="#2c7bb6", legend_label="underloaded (idle while another is overloaded)")
+    load.legend.label_text_font_size = "8pt"
+    load.legend.location = "top_left"
+    load.legend.orientation = "horizontal"
+    load.legend.background_fill_alpha = 0.5
+    panels.append(load)
+    # Nest membership and S_move timers.
+    extra = []
+    for vname, cond, title in (("nest", "NEST_CHANGE", "Nest membership"), ("smove", "MOVE_TIMER_ARMED", "S_move timers")):
+        if model.has[cond]:
+            f = _fig(title, int(min(400, max(140, 60 + n * 2))), x_range, n, vname)
+            src = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
+            f.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=src)
+            extra.append((vname, src))
+            panels += [f, Div(text=_legend(model.layer(vname).colors), width=WIDTH)]
+    # Events by type.
+    types = model.event_types
+    evf = _fig("Events by type (every event counted)", int(max(160, 40 + 16 * len(types))), x_range, len(types),
+               "events", ylabel="")
+    from bokeh.models import FixedTicker
+
+    evf.yaxis.ticker = FixedTicker(ticks=list(range(len(types))))
+    evf.yaxis.major_label_overrides = {i: t for i, t in enumerate(types)}
+    ev_img = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [len(types)]})
+    evf.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=ev_img)
+    panels.append(evf)
+
+    # Controls.
+    options = [(v, model.view_specs[v].title) for v in model.view_specs]
+    colour = Select(title="Colour the running task by", value=model.first_view, options=options, name="colour", width=280)
+    default_marks = [t for t in ("TICK",) if t in types]
+    ev_choice = MultiChoice(title="Event marks on the timeline (when zoomed in)", value=default_marks, options=types,
+                            name="event_types", width=520)
+    t_from = TextInput(title="From (ms)", value="0", name="from", width=120)
+    t_to = TextInput(title="To (ms)", value=f"{end_ms:.3f}", name="to", width=120)
+    go = Button(label="Go", name="go", width=60)
+    whole = Button(label="Whole trace", name="whole", width=100)
+    controls = row(colour, t_from, t_to, go, whole, ev_choice)
+
+    state = {"pending": False, "busy": False}
+
+    def refresh():
+        state["pending"] = False
+        x0 = max(0.0, float(x_range.start)) * render.MS
+        x1 = min(float(data.end), float(x_range.end) * render.MS)
+        if x1 <= x0:
+            x1 = x0 + 1
+        t = time.perf_counter()
+        layer = model.layer(colour.value)
+        count = render.count_in_window(layer, x0, x1)
+        exact = count <= render.EXACT_MAX
+        geom = {"x": [x0 / render.MS], "y": [-0.5], "dw": [(x1 - x0) / render.MS]}
+        if exact:
+            img_src.data = {"image": [np.zeros((1, 1), np.uint32)], **geom, "dh": [n]}
+            seg_src.data = render.hover_source(data, render.in_window(layer, x0, x1), layer)
+            ids = data.ids(ev_choice.value) if ev_choice.value else np.zeros(0, np.uint32)
+            idx = render.events_in_window(data, ids, x0, x1, limit=EVENT_MARKS_MAX) if len(ids) else np.zeros(0, np.int64)
+            if idx is None:
+                ev_src.data = {k: [] for k in ev_src.data}
+                marks_note = f"more than {EVENT_MARKS_MAX:,} marks in the window: zoom in to see them"
+            else:
+                ev_src.data = render.event_source(data, idx, model.palette)
+                marks_note = f"{len(idx):,} event marks"
+        else:
+            img_src.data = {"image": [render.raster(layer, x0, x1, PLOT_W, n)], **geom, "dh": [n]}
+            seg_src.data = {k: [] for k in seg_src.data}
+            ev_src.data = {k: [] for k in ev_src.data}
+            marks_note = "event marks appear when zoomed in"
+        legend.text = _legend(layer.colors)
+        if rq_img is not None:
+            rq_img.data = {"image": [render.raster(model.layer("runqueue"), x0, x1, PLOT_W, n)], **geom, "dh": [n]}
+        for vname, src in extra:
+            src.data = {"image": [render.raster(model.layer(vname), x0, x1, PLOT_W, n)], **geom, "dh": [n]}
+        # Load over time, sampled at bin centres.
+        ts = x0 + (np.arange(LOAD_BINS) + 0.5) * (x1 - x0) / LOAD_BINS
+        rq = model.rq_at(ts)
+        busy = model.busy_at(ts).sum(axis=0) if model.has["CTX_SWITCH"] else np.zeros(LOAD_BINS)
+        if rq is not None:
+            over = (rq >= 2).sum(axis=0)
+            under = np.where(over > 0, (rq == 0).sum(axis=0), 0)
+        else:
+            over = under = np.zeros(LOAD_BINS, dtype=np.int64)
+        load_src.data = {"t": ts / render.MS, "busy": busy, "over": over, "under": under}
+        # Events by type: every event in the window counted into its pixel.
+        ev_img.data = {"image": [render.raster_counts(model.events_frame(), None, x0, x1, PLOT_W, len(types))],
+                       **geom, "dh": [len(types)]}
+        ms = (time.perf_counter() - t) * 1e3
+        mode = f"exact: {count:,} segments with hover, {marks_note}" if exact else f"raster: {count:,} segments"
+        status.text = (f"<span id='mode'>{'exact' if exact else 'raster'}</span>: window {x0 / render.MS:.3f}-"
+                       f"{x1 / render.MS:.3f} ms; {mode}; rendered in <span id='render-ms'>{ms:.0f}</span> ms")
+        t_from.value, t_to.value = f"{x0 / render.MS:.3f}", f"{x1 / render.MS:.3f}"
+
+    def schedule(attr, old, new):
+        if not state["pending"]:
+            state["pending"] = True
+            doc.add_timeout_callback(refresh, 120)
+
+    x_range.on_change("start", schedule)
+    x_range.on_change("end", schedule)
+    colour.on_change("value", schedule)
+    ev_choice.on_change("value", schedule)
+
+    def goto():
+        try:
+            a, b = float(t_from.value), float(t_to.value)
+        except ValueError:
+            status.text = "<span style='color:#b00020'>From and To: expected numbers of ms</span>"
+            return
+        if b <= a:
+            status.text = "<span style='color:#b00020'>From must be before To</span>"
+            return
+        x_range.start, x_range.end = a, b
+
+    def reset():
+        x_range.start, x_range.end = 0, end_ms
+
+    go.on_click(goto)
+    whole.on_click(reset)
+    doc.add_root(column(header, controls, status, tl, legend, *panels, name="root"))
+    refresh()
+    return refresh, x_range, status
+
+
+def _legend(colors: dict) -> str:
+    items = "".join(f"<span style='display:inline-block;margin-right:12px'><span style='display:inline-block;"
+                    f"width:11px;height:11px;background:{c};border:1px solid #777;margin-right:4px'></span>"
+                    f"{html.escape(l)}</span>" for l, c in colors.items())
+    return f"<div style='font-size:9pt'>{items}</div>"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _suggest(port: int) -> Optional[int]:
+    for p in list(range(port + 1, min(port + 50, 65535))):
+        if _port_free(p):
+            return p
+    return None
+
+
+def serve(path: str, port: int, view: str = "freq") -> int:
+    from bokeh.application import Application
+    from bokeh.application.handlers.function import FunctionHandler
+    from bokeh.server.server import Server
+
+    if not 1 <= port <= 65535:
+        print(f"warmcore: port {port}: expected 1-65535", file=sys.stderr)
+        return 1
+    if not _port_free(port):
+        alt = _suggest(port)
+        hint = f": try --port {alt}" if alt else ": choose another with --port"
+        print(f"warmcore: port {port} on 127.0.0.1 is in use{hint}", file=sys.stderr)
+        return 1
+    views.load(view)  # a bad view file fails here, before the server starts
+    model = Model(path, view)
+    if model.error:
+        print(f"warmcore: {model.error} (the page shows this too)", file=sys.stderr)
+    else:
+        # Compute the first view before the URL is printed, so that the first
+        # picture only costs a raster.
+        model.warm_up()
+    app = Application(FunctionHandler(lambda doc: make_document(doc, model)))
+    try:
+        server = Server({"/": app}, port=port, address="127.0.0.1",
+                        allow_websocket_origin=[f"127.0.0.1:{port}", f"localhost:{port}"])
+    except OSError as e:
+        alt = _suggest(port)
+        print(f"warmcore: port {port} on 127.0.0.1: {e.strerror}{f': try --port {alt}' if alt else ''}", file=sys.stderr)
+        return 1
+    server.start()
+    print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
+    try:
+        server.io_loop.start()
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -1,0 +1,622 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Declarative views, in the spirit of SchedDisplay's scripts (shared/seeds/004,
+section 3.2): decorate events with derived columns, select rows by queries,
+attach a colour and a label to each selection. A view file is TOML or JSON
+and never runs code: its queries are in the small language of ``expr``.
+
+A view file::
+
+    name = "freq"                 # how --view names it
+    title = "Running task by frequency band"
+    shape = "segments"            # "segments" (begin..end on a CPU row) or "marks" (instants)
+    events = ["CTX_SWITCH"]       # the input events (all if absent)
+    where = "task != 0"           # optional: rows to keep, after derivation
+    begin = "ts"                  # segments: the columns that bound a segment
+    end = "end"
+    hover = ["task", "comm", "freq"]   # columns shown on hover, besides the event's own
+
+    [[derive]]                    # derived columns, computed in order
+    name = "end"
+    next = "ts"                   # the next event of the same kind on the same CPU: its ts
+    [[derive]]
+    name = "task"
+    expr = "a"                    # arithmetic on columns
+    [[derive]]
+    name = "comm"
+    comm_of = "task"              # the comm of a pid column
+    [[derive]]
+    name = "freq"
+    frequency = true              # the CPU's frequency at ts, kHz (TICK, FREQ_CHANGE)
+    [[derive]]
+    name = "stop"
+    pair = { begin = "IDLE_ENTER", end = ["IDLE_EXIT"] }   # begin/end pairs: for
+                                  # begin rows, the ts of the next end event on the CPU
+
+    [[category]]                  # the first category whose query holds colours a row
+    label = "slow"
+    query = "freq < FBASE"
+    color = "#2c7bb6"
+    [[category]]
+    label = "task"
+    query = "True"
+    color_by = "comm"             # one colour per value (the most frequent ones; the rest "other")
+
+Columns every view has: ts (ns from the trace's first event), cpu, pid, id,
+a, b, event (the name). Constants: FMIN, FBASE, FMAX (kHz, from the machine
+description), NCPUS, END (the trace's last ts).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from . import expr as E
+
+BUILTIN_DIR = pathlib.Path(__file__).parent / "views"
+BASE_COLUMNS = {"ts", "cpu", "pid", "id", "a", "b", "event"}
+CONSTANTS = {"FMIN", "FBASE", "FMAX", "NCPUS", "END"}
+DERIVE_KINDS = ("next", "comm_of", "frequency", "pair", "expr")
+# Categorical colours for `color_by`: how many values get their own colour.
+TOP_VALUES = 20
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+           "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+           "#dbdb8d", "#9edae5", "#393b79", "#637939"]
+OTHER_COLOR = "#7f7f7f"
+
+
+class ViewError(ValueError):
+    """One line: the file, the line, what was expected."""
+
+
+@dataclass
+class Derive:
+    name: str
+    kind: str
+    arg: Any
+    expr: Optional[E.Expr] = None
+
+
+@dataclass
+class Category:
+    label: str
+    query: E.Expr
+    color: str = OTHER_COLOR
+    color_by: Optional[str] = None
+
+
+@dataclass
+class View:
+    name: str
+    title: str
+    shape: str
+    events: Optional[list]
+    begin: str
+    end: str
+    where: Optional[E.Expr]
+    derive: list
+    categories: list
+    hover: list
+    source: str = ""
+
+    def colors(self) -> dict:
+        return {c.label: c.color for c in self.categories if not c.color_by}
+
+
+@dataclass
+class Layer:
+    """A view applied to a trace: one row per segment or mark, in CPU order."""
+    view: View
+    frame: pd.DataFrame          # cpu, begin, end (ns), cat (Categorical), hover columns
+    colors: dict = field(default_factory=dict)   # label -> colour, in legend order
+    deferred: set = field(default_factory=set)   # hover-only columns: see complete()
+
+
+# ---------------------------------------------------------------- loading
+
+def _line_of(text: str, needle: str, after: str = "") -> int:
+    """The 1-based line of the first occurrence of `needle` (a key or value),
+    after the first match of the regular expression `after` if given."""
+    start = 0
+    if after:
+        m = re.search(after, text)
+        start = m.start() if m else 0
+    if needle:
+        i = text.find(needle, start)
+        if i < 0:
+            i = text.find(needle)
+        if i >= 0:
+            return text.count("\n", 0, i) + 1
+    return text.count("\n", 0, start) + 1
+
+
+def load(spec: str) -> View:
+    """A built-in view by name, or a view file (.toml or .json)."""
+    p = pathlib.Path(spec)
+    if not p.suffix and not p.exists():
+        b = BUILTIN_DIR / f"{spec}.toml"
+        if not b.exists():
+            raise ViewError(f"{spec}: no such view: expected a file or one of {', '.join(builtin_names())}")
+        p = b
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ViewError(f"{p}: {e.strerror or e}: expected a readable view file") from None
+    return parse(text, str(p), json_format=p.suffix.lower() == ".json")
+
+
+def builtin_names() -> list:
+    return sorted(f.stem for f in BUILTIN_DIR.glob("*.toml"))
+
+
+def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
+    if json_format:
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ViewError(f"{path}:{e.lineno}: expected JSON: {e.msg}") from None
+    else:
+        try:
+            d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            m = re.search(r"line (\d+)", str(e))
+            line = m.group(1) if m else "1"
+            raise ViewError(f"{path}:{line}: expected TOML: {str(e).split(' (at')[0]}") from None
+    if not isinstance(d, dict):
+        raise ViewError(f"{path}:1: expected a table of view settings")
+
+    def fail(msg, near="", after=""):
+        raise ViewError(f"{path}:{_line_of(text, near, after)}: {msg}")
+
+    def expr(s, what, known, after=""):
+        if not isinstance(s, str):
+            fail(f"{what}: expected an expression in quotes", str(s), after)
+        try:
+            return E.parse(s, known)
+        except E.ExprError as e:
+            fail(f"{what}: {s!r}: {e.msg}", s, after)
+
+    allowed = {"name", "title", "shape", "events", "where", "begin", "end", "derive", "category", "hover"}
+    for k in d:
+        if k not in allowed:
+            fail(f"unknown setting {k!r}: expected one of {', '.join(sorted(allowed))}", k)
+    shape = d.get("shape", "segments")
+    if shape not in ("segments", "marks"):
+        fail(f"shape: expected \"segments\" or \"marks\", found {shape!r}", "shape")
+    events = d.get("events")
+    if events is not None and (not isinstance(events, list) or not all(isinstance(e, (str, int)) for e in events)):
+        fail("events: expected a list of event names", "events")
+
+    known = set(BASE_COLUMNS) | CONSTANTS
+    derives = []
+    for i, dv in enumerate(d.get("derive", [])):
+        here = rf"name\s*[=:]\s*[\"']{re.escape(str(dv.get('name', '')))}[\"']" if isinstance(dv, dict) else ""
+        if not isinstance(dv, dict) or "name" not in dv:
+            fail(f"derive #{i + 1}: expected a table with a name and one of {', '.join(DERIVE_KINDS)}", "derive")
+        name = dv["name"]
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            fail(f"derive #{i + 1}: expected a name made of letters, digits and _", "derive")
+        kinds = [k for k in DERIVE_KINDS if k in dv]
+        extra = set(dv) - set(DERIVE_KINDS) - {"name"}
+        if len(kinds) != 1 or extra:
+            fail(f"derive {name!r}: expected exactly one of {', '.join(DERIVE_KINDS)}", "", here)
+        kind, arg = kinds[0], dv[kinds[0]]
+        ex = None
+        if kind == "expr":
+            ex = expr(arg, f"derive {name!r}", known, here)
+        elif kind in ("next", "comm_of"):
+            if arg not in known:
+                fail(f"derive {name!r}: {kind} = {arg!r}: expected a column, one of {', '.join(sorted(known))}", kind, here)
+        elif kind == "pair":
+            if not isinstance(arg, dict) or "begin" not in arg or "end" not in arg:
+                fail(f"derive {name!r}: expected pair = {{ begin = \"EVENT\", end = [\"EVENT\", ...] }}", "pair", here)
+            arg = {"begin": _as_list(arg["begin"]), "end": _as_list(arg["end"]), "column": arg.get("column", "ts")}
+        elif kind == "frequency" and arg is not True:
+            fail(f"derive {name!r}: expected frequency = true", "frequency", here)
+        derives.append(Derive(name, kind, arg, ex))
+        known.add(name)
+
+    where = expr(d["where"], "where", known) if "where" in d else None
+    begin, end = d.get("begin", "ts"), d.get("end", "ts" if shape == "marks" else "end")
+    for k, v in (("begin", begin), ("end", end)):
+        if v not in known:
+            fail(f"{k}: expected a column, one of {', '.join(sorted(known))}; found {v!r}", k)
+    hover = d.get("hover", [])
+    for h in hover:
+        if h not in known:
+            fail(f"hover: expected columns, one of {', '.join(sorted(known))}; found {h!r}", "hover")
+
+    cats = []
+    raw_cats = d.get("category", [])
+    if not isinstance(raw_cats, list) or not raw_cats:
+        fail("expected at least one [[category]] with a label and a query", "category")
+    for i, c in enumerate(raw_cats):
+        if not isinstance(c, dict) or "query" not in c:
+            fail(f"category #{i + 1}: expected a label and a query", "category")
+        label = str(c.get("label", f"#{i + 1}"))
+        q = expr(c["query"], f"category {label!r} query", known)
+        color = c.get("color", OTHER_COLOR)
+        if not isinstance(color, str) or not re.fullmatch(r"#[0-9A-Fa-f]{6}|[a-z]+", color):
+            fail(f"category {label!r}: color: expected \"#rrggbb\" or a CSS colour name", str(color))
+        cb = c.get("color_by")
+        if cb is not None and cb not in known:
+            fail(f"category {label!r}: color_by: expected a column; found {cb!r}", str(cb))
+        bad = set(c) - {"label", "query", "color", "color_by"}
+        if bad:
+            fail(f"category {label!r}: unknown setting {sorted(bad)[0]!r}: expected label, query, color, color_by", sorted(bad)[0])
+        cats.append(Category(label, q, color, cb))
+
+    name = d.get("name", pathlib.Path(path).stem)
+    return View(name=name, title=d.get("title", name), shape=shape, events=events, begin=begin, end=end,
+                where=where, derive=derives, categories=cats, hover=list(hover), source=path)
+
+
+def _as_list(v):
+    return [v] if isinstance(v, (str, int)) else list(v)
+
+
+# ---------------------------------------------------------------- the data
+
+class TraceData:
+    """A trace's events loaded once as numpy columns in CPU order (each CPU's
+    events in time order), plus what derived columns need: the process
+    table and every CPU's frequency changes. Times are ns from the first event."""
+
+    def __init__(self, trace, start: Optional[int] = None, end: Optional[int] = None):
+        self.trace = trace
+        self.t0 = trace.start_ns
+        span = trace.span() or (0, 0)
+        self.end = span[1] - self.t0
+        self.nr_cpus = trace.nr_cpus
+        m = trace.machine
+        self.consts = {"FMIN": m.get("freq_min_khz", 0), "FBASE": m.get("freq_base_khz", 0),
+                       "FMAX": m.get("freq_max_khz", 0), "NCPUS": self.nr_cpus, "END": self.end}
+        b = trace.read(start=start, end=end)
+        cols = {n: b.column(n).to_numpy() for n in b.schema.names}
+        cols["ts"] = (cols["ts"] - np.uint64(self.t0)).astype(np.int64)
+        self.cols = cols
+        self.n = len(cols["ts"])
+        self.names = trace.event_names()
+        self._procs = None
+        self._freq = None
+        self._execs = None
+
+    def ids(self, names) -> np.ndarray:
+        out = []
+        for n in names:
+            i = n if isinstance(n, int) else self.trace.event_id(n)
+            if i is None:
+                raise ViewError(f"{self.trace.path}: no event named {n!r}: the trace has "
+                                + ", ".join(sorted(set(self.names.values()))))
+            out.append(i)
+        return np.asarray(out, dtype=np.uint32)
+
+    def has(self, name) -> bool:
+        i = self.trace.event_id(name)
+        return i is not None and bool((self.cols["id"] == i).any())
+
+    def event_labels(self, ids: np.ndarray) -> pd.Categorical:
+        cats = sorted(self.names)
+        names = [self.names[c] for c in cats] + ["?"]
+        if cats and cats[-1] < 65536:
+            lut = np.full(cats[-1] + 2, len(cats), dtype=np.int32)
+            lut[np.asarray(cats)] = np.arange(len(cats), dtype=np.int32)
+            codes = lut[np.minimum(ids, cats[-1] + 1)]
+        else:
+            i = np.minimum(np.searchsorted(np.asarray(cats, dtype=np.uint32), ids), max(len(cats) - 1, 0))
+            codes = np.where(np.asarray(cats, dtype=np.uint32)[i] == ids, i, len(cats)) if cats else np.zeros(len(ids), np.int32)
+        return pd.Categorical.from_codes(codes, categories=names)
+
+    def processes(self):
+        """(pids sorted, comm codes, comm names): a task forked and never
+        exec'd carries its parent's comm, as in Linux."""
+        if self._procs is None:
+            pt = self.trace._t.process_table()
+            pids = pt.column("pid").to_numpy()
+            ppids = pt.column("ppid").to_numpy()
+            comm = pd.Categorical(pt.column("comm").to_numpy(zero_copy_only=False))
+            names = list(comm.categories)
+            codes = comm.codes.astype(np.int32)
+            if "" in names:
+                empty = names.index("")
+                pidx = np.searchsorted(pids, ppids)
+                pidx = np.minimum(pidx, max(len(pids) - 1, 0))
+                has_parent = (len(pids) > 0) & (pids[pidx] == ppids)
+                for _ in range(16):
+                    e = (codes == empty) & has_parent
+                    if not e.any():
+                        break
+                    codes[e] = codes[pidx[e]]
+            self._procs = (pids, codes, names)
+        return self._procs
+
+    def execs(self):
+        """(pid, ts, comm code) of EXEC events in (pid, ts) order, and the names."""
+        if self._execs is None:
+            c = self.cols
+            eid = self.trace.event_id("EXEC")
+            m = c["id"] == (eid if eid is not None else 0xFFFFFFFF)
+            pid, ts = c["pid"][m], c["ts"][m]
+            raw = np.stack([c["a"][m], c["b"][m]], axis=1).astype("<u4").view(np.uint8).reshape(-1, 8)
+            strs = [bytes(r).split(b"\0")[0].decode("utf-8", "replace") for r in raw]
+            cat = pd.Categorical(strs)
+            o = np.lexsort((ts, pid))
+            self._execs = (pid[o], ts[o], cat.codes[o].astype(np.int32), list(cat.categories))
+        return self._execs
+
+    def comm_of(self, pids: np.ndarray, ts: Optional[np.ndarray] = None) -> pd.Categorical:
+        """Each row's task name: with `ts`, the name from the pid's last EXEC at
+        or before ts (shared/seeds/004, section 3.2: "the previous fork and
+        exec events of this PID"), otherwise the process table's."""
+        pids = np.asarray(pids, dtype=np.uint32)
+        if len(pids) == 0:
+            return pd.Categorical([], categories=["<idle>"])
+        table, pcodes, pnames = self.processes()
+        epid, ets, ecodes, enames = self.execs()
+        names = ["<idle>", "<unknown>"] + pnames
+        code = np.full(len(pids), 1, dtype=np.int32)
+        if len(table):
+            top = int(max(int(table[-1]), int(pids.max()) if len(pids) else 0))
+            if top <= (1 << 23):
+                # Pids are small (Linux's pid_max is at most 2^22): a lookup table.
+                lut = np.full(top + 1, 1, dtype=np.int32)
+                lut[table] = pcodes + 2
+                code = lut[pids]
+            else:
+                i = np.minimum(np.searchsorted(table, pids), len(table) - 1)
+                hit = table[i] == pids
+                code[hit] = pcodes[i[hit]] + 2
+        if ts is not None and len(epid):
+            off = len(names)
+            names = names + enames
+            top = int(max(int(epid.max()), int(pids.max())))
+            if top <= (1 << 23):
+                has = np.zeros(top + 1, dtype=bool)
+                has[epid] = True
+                rows = np.flatnonzero(has[pids])
+            else:
+                rows = np.flatnonzero(np.isin(pids, epid))
+            if len(rows):
+                shift = np.int64(max(int(self.end), int(ts.max())) + 1)
+                ekey = epid.astype(np.int64) * shift + ets
+                rkey = pids[rows].astype(np.int64) * shift + np.asarray(ts)[rows]
+                j = np.searchsorted(ekey, rkey, side="right") - 1
+                ok = (j >= 0) & (epid[np.maximum(j, 0)] == pids[rows])
+                code[rows[ok]] = ecodes[j[ok]] + off
+        code[pids == 0] = 0
+        # Names may repeat across the two tables: merge them.
+        uniq, inv = np.unique(np.asarray(names, dtype=object), return_inverse=True)
+        return pd.Categorical.from_codes(inv[code], categories=list(uniq))
+
+    def freq_events(self):
+        """(cpu, ts, khz) of frequency knowledge: FREQ_CHANGE and TICKs that carry one."""
+        if self._freq is None:
+            c = self.cols
+            fc, tk = self.trace.event_id("FREQ_CHANGE"), self.trace.event_id("TICK")
+            m = (c["id"] == fc) | ((c["id"] == tk) & (c["a"] > 0))
+            self._freq = (c["cpu"][m], c["ts"][m], c["a"][m])
+        return self._freq
+
+    def frequency_at(self, cpu: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Each row's CPU frequency in kHz: the last known at or before ts (0 if none)."""
+        fcpu, fts, fkhz = self.freq_events()
+        out = np.zeros(len(ts), dtype=np.int64)
+        if not len(fts):
+            return out
+        # Rows and frequency events are both in (cpu, ts) order: one search on a
+        # combined key finds each row's last frequency event.
+        shift = np.int64(max(int(self.end), int(ts.max()) if len(ts) else 0) + 1)
+        fkey = fcpu.astype(np.int64) * shift + fts
+        rkey = cpu.astype(np.int64) * shift + ts
+        i = np.searchsorted(fkey, rkey, side="right") - 1
+        ok = (i >= 0) & (fcpu[np.maximum(i, 0)] == cpu)
+        out[ok] = fkhz[i[ok]]
+        return out
+
+
+# ---------------------------------------------------------------- applying
+
+def _next_same(cpu, ids, col, fill):
+    """For each row, `col` of the next row with the same id on the same CPU."""
+    n = len(cpu)
+    out = np.full(n, fill, dtype=np.float64 if np.isnan(fill) else col.dtype)
+    if n < 2:
+        return out
+    if (ids == ids[0]).all():
+        order = None
+        same = cpu[1:] == cpu[:-1]
+        out[:-1][same] = col[1:][same]
+        return out
+    key = cpu.astype(np.int64) * 65536 + ids.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    k, c = key[order], col[order]
+    same = k[1:] == k[:-1]
+    tmp = np.full(n, fill, dtype=out.dtype)
+    tmp[:-1][same] = c[1:][same]
+    out[order] = tmp
+    return out
+
+
+def _pair(cpu, ids, col, begin_ids, end_ids):
+    """For begin rows, `col` of the next end row on the same CPU; NaN elsewhere."""
+    n = len(cpu)
+    out = np.full(n, np.nan)
+    is_end = np.isin(ids, end_ids)
+    idx = np.where(is_end, np.arange(n), n)
+    # nxt[i]: the first end row strictly after i.
+    nxt = np.minimum.accumulate(idx[::-1])[::-1]
+    nxt = np.append(nxt[1:], n)
+    beg = np.isin(ids, begin_ids) & (nxt < n)
+    j = nxt[beg]
+    ok = cpu[j] == cpu[beg]
+    rows = np.flatnonzero(beg)[ok]
+    out[rows] = col[j[ok]]
+    return out
+
+
+def _deferrable(view: View) -> set:
+    """Derived columns that only hover shows: computed later, for the rows in
+    view (shared/seeds/004, section 3.2: what is outside the local view is
+    not computed). Columns that need their neighbours (next, pair) never are."""
+    needed = {view.begin, view.end}
+    if view.where is not None:
+        needed |= view.where.names
+    for c in view.categories:
+        needed |= c.query.names
+        if c.color_by:
+            needed.add(c.color_by)
+    by_name = {dv.name: dv for dv in view.derive}
+    for dv in reversed(view.derive):
+        if dv.name in needed or dv.kind in ("next", "pair"):
+            needed.add(dv.name)
+            if dv.kind == "expr":
+                needed |= dv.expr.names
+            elif dv.kind in ("next", "comm_of"):
+                needed.add(dv.arg)
+            elif dv.kind == "pair":
+                needed.add(dv.arg["column"])
+    return {n for n in by_name if n not in needed}
+
+
+def _derive(derives, data: TraceData, env: dict, skip=frozenset()):
+    for dv in derives:
+        if dv.name in skip:
+            continue
+        if dv.kind == "expr":
+            v = dv.expr.eval(env)
+            env[dv.name] = np.broadcast_to(np.asarray(v), env["ts"].shape).copy() if np.ndim(v) == 0 else v
+        elif dv.kind == "next":
+            col = np.asarray(env[dv.arg])
+            fill = float(data.end) if dv.arg == "ts" else np.nan
+            env[dv.name] = _next_same(env["cpu"], env["id"], col, fill)
+        elif dv.kind == "comm_of":
+            env[dv.name] = data.comm_of(env[dv.arg], env["ts"])
+        elif dv.kind == "frequency":
+            env[dv.name] = data.frequency_at(env["cpu"], env["ts"])
+        elif dv.kind == "pair":
+            col = np.asarray(env[dv.arg["column"]], dtype=np.float64)
+            env[dv.name] = _pair(env["cpu"], env["id"], col, data.ids(dv.arg["begin"]), data.ids(dv.arg["end"]))
+
+
+def complete(layer: Layer, data: TraceData, rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` of a layer's frame with the deferred (hover-only) columns added."""
+    todo = [dv for dv in layer.view.derive if dv.name in layer.deferred]
+    if not todo or len(rows) == 0:
+        out = rows.copy()
+        for dv in todo:
+            out[dv.name] = np.zeros(0)
+        return out
+    env = {k: rows[k].to_numpy() for k in ("ts", "cpu", "pid", "id", "a", "b")}
+    env["cpu"] = env["cpu"].astype(np.uint32)
+    env["event"] = data.event_labels(env["id"])
+    for k in rows.columns:
+        if k not in env and k not in ("begin", "end", "cat"):
+            env[k] = rows[k].to_numpy() if not isinstance(rows[k].dtype, pd.CategoricalDtype) else rows[k].array
+    env.update(data.consts)
+    _derive(todo, data, env)
+    out = rows.copy()
+    for dv in todo:
+        out[dv.name] = env[dv.name]
+    return out
+
+
+def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optional[int] = None) -> Layer:
+    """Evaluate a view over loaded data. `start`/`end` (ns from the first event)
+    keep only rows that reach into the window, after derivation, so that a
+    segment that began before the window still shows."""
+    c = data.cols
+    if view.events is not None:
+        m = np.isin(c["id"], data.ids(view.events))
+        # Pair ends are inputs too, though not listed.
+        for dv in view.derive:
+            if dv.kind == "pair":
+                m |= np.isin(c["id"], data.ids(dv.arg["begin"] + dv.arg["end"]))
+        take = np.flatnonzero(m)
+        env = {k: v[take] for k, v in c.items()}
+    else:
+        env = dict(c)
+    env["event"] = data.event_labels(env["id"])
+    env.update(data.consts)
+    deferred = _deferrable(view)
+    _derive(view.derive, data, env, skip=deferred)
+    keep = np.ones(len(env["ts"]), dtype=bool)
+    if view.where is not None:
+        keep &= np.asarray(view.where.eval(env), dtype=bool)
+    b = np.asarray(env[view.begin], dtype=np.float64)
+    e = np.asarray(env[view.end], dtype=np.float64)
+    keep &= ~np.isnan(b) & ~np.isnan(e)
+    if start is not None:
+        keep &= e >= start
+    if end is not None:
+        keep &= b < end
+
+    # Categories: the first whose query holds.
+    n = len(keep)
+    which = np.full(n, -1, dtype=np.int64)
+    for ci, cat in enumerate(view.categories):
+        free = keep & (which < 0)
+        if not free.any():
+            break
+        q = cat.query.eval(env)
+        q = np.broadcast_to(np.asarray(q, dtype=bool), (n,))
+        which[free & q] = ci
+    keep &= which >= 0
+    labels, colors, codes = [], {}, np.full(n, -1, dtype=np.int64)
+    for ci, cat in enumerate(view.categories):
+        rows = keep & (which == ci)
+        if cat.color_by is None:
+            codes[rows] = len(labels)
+            labels.append(cat.label)
+            colors[cat.label] = cat.color
+            continue
+        col = env[cat.color_by]
+        ridx = np.flatnonzero(rows)
+        if not len(ridx):
+            continue
+        if isinstance(col, pd.Categorical):
+            vcodes, vnames = col.codes[ridx], [str(x) for x in col.categories]
+        else:
+            vcodes, uniq = pd.factorize(np.asarray(col)[ridx])
+            vnames = [str(x) for x in uniq]
+        # The values that cover the most time (or rows, for marks) get colours.
+        weight = (e - b)[ridx] if view.shape == "segments" else None
+        total = np.bincount(vcodes, weights=weight, minlength=len(vnames))
+        top = np.argsort(-total, kind="stable")[:TOP_VALUES]
+        top = top[total[top] > 0]
+        remap = np.full(len(vnames) + 1, -1, dtype=np.int64)
+        for k, vc in enumerate(top.tolist()):
+            v = vnames[vc]
+            lab = v if v not in colors else f"{cat.label}: {v}"
+            remap[vc] = len(labels)
+            labels.append(lab)
+            colors[lab] = PALETTE[k % len(PALETTE)]
+        sub = remap[vcodes]
+        if (sub < 0).any():
+            other = f"{cat.label}: other"
+            sub[sub < 0] = len(labels)
+            labels.append(other)
+            colors[other] = OTHER_COLOR
+        codes[ridx] = sub
+    idx = np.flatnonzero(keep)
+    cpu = np.asarray(env["cpu"])[idx].astype(np.int32)
+    frame = pd.DataFrame({"cpu": cpu, "begin": b[idx], "end": e[idx], "y": cpu.astype(np.float64)})
+    frame["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
+    frame["ts"] = env["ts"][idx]
+    frame["id"] = env["id"][idx]
+    for h in ["pid", "event", "a", "b"] + [x for x in view.hover if x not in ("pid", "event", "a", "b") and x not in deferred]:
+        v = env[h]
+        frame[h] = v[idx] if isinstance(v, (np.ndarray, pd.Categorical)) else v
+    # Needed derived columns the categories used stay too (e.g. task).
+    for dv in view.derive:
+        if dv.name not in frame and dv.name not in deferred and dv.name in env:
+            v = env[dv.name]
+            if isinstance(v, (np.ndarray, pd.Categorical)) and len(v) == n:
+                frame[dv.name] = v[idx]
+    return Layer(view, frame, colors, deferred)
