@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
+# The sched_ext scheduler (BPF built by scx_cargo with clang 18+) and the VM
+# that runs it (QEMU, a static busybox initramfs).
+APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev qemu-system-x86 busybox-static cpio)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -3,8 +3,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod sched;
 mod time;
 mod trace;
+mod vm;
 
 #[derive(Parser)]
 #[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
@@ -18,12 +20,25 @@ enum Cmd {
     /// Read, analyse, import and export .wct traces.
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// Run warmcore's sched_ext scheduler (needs a kernel with sched_ext).
+    Sched(sched::SchedArgs),
+    /// Boot a kernel with sched_ext under QEMU and run a command inside.
+    Vm(vm::VmArgs),
+}
+
+/// Commands that decide their own exit status (the scheduler, the VM).
+fn exit_with(code: i32) {
+    if code != 0 {
+        std::process::exit(code);
+    }
 }
 
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
+        Cmd::Sched(a) => sched::run(a).map(exit_with),
+        Cmd::Vm(a) => vm::run(a).map(exit_with),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.
