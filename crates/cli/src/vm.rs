@@ -636,7 +636,7 @@ fn workload(w: &Workload) -> Result<i32> {
         WorkloadKind::Forkcpu { n, busy_us } => {
             // sh[0]: child's first CPU, sh[1]: ns from fork to the child's start
             let sh = shared(2);
-            let (mut same, mut delays, mut other_fast) = (0u32, vec![], 0u32);
+            let (mut same, mut delays, mut other, mut other_fast) = (0u32, vec![], 0u32, 0u32);
             for _ in 0..n {
                 let pcpu = getcpu();
                 let t = mono_ns();
@@ -656,26 +656,30 @@ fn workload(w: &Workload) -> Result<i32> {
                 let ccpu = sh[0] as i32;
                 if ccpu == pcpu && getcpu() == pcpu {
                     same += 1;
-                } else if sh[1] < 1_000_000 {
-                    other_fast += 1;
+                } else if ccpu != pcpu {
+                    other += 1;
+                    if sh[1] < 1_000_000 {
+                        other_fast += 1;
+                    }
                 }
                 delays.push(sh[1]);
                 std::thread::sleep(Duration::from_millis(2));
             }
             delays.sort();
             serde_json::json!({"workload": "forkcpu", "n": n, "busy_us": busy_us,
-                "same_cpu": same, "other_cpu_within_1ms": other_fast,
+                "same_cpu": same, "child_on_parent_cpu": n - other, "other_cpu": other, "other_cpu_within_1ms": other_fast,
                 "median_start_ns": delays[delays.len() / 2]})
         }
         WorkloadKind::Chain { n, work_us } => {
-            let sh = shared(1);
+            // sh[c]: how many times a link of the chain was seen on CPU c
+            let sh = shared(64);
             let shp = sh.as_mut_ptr() as usize;
             fn link(left: u32, work_us: u64, shp: usize) -> i32 {
                 let mark = |shp: usize| {
                     let c = getcpu();
                     if (0..64).contains(&c) {
-                        unsafe { &*(shp as *const std::sync::atomic::AtomicU64) }
-                            .fetch_or(1 << c, std::sync::atomic::Ordering::Relaxed);
+                        unsafe { &*((shp as *const std::sync::atomic::AtomicU64).add(c as usize)) }
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 };
                 mark(shp);
@@ -694,9 +698,15 @@ fn workload(w: &Workload) -> Result<i32> {
             for _ in 0..n.div_ceil(10) {
                 rc |= link(10, work_us, shp);
             }
-            let mask = sh[0];
+            let total: u64 = sh.iter().sum();
+            let hist: Vec<u64> = sh.iter().copied().take_while(|_| true).collect();
+            let touched = hist.iter().filter(|&&c| c > 0).count();
+            // "Uses" a CPU: at least 5% of the chain's samples ran there
+            // (a stray placement behind a daemon's wake-up does not count).
+            let used = hist.iter().filter(|&&c| c * 20 >= total.max(1)).count();
+            let last = hist.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
             serde_json::json!({"workload": "chain", "n": n, "status": rc,
-                "cpus_used": mask.count_ones(), "cpu_mask": mask})
+                "cpus_used": used, "cpus_touched": touched, "per_cpu": &hist[..last]})
         }
         WorkloadKind::Hogs { n, secs } => {
             let end = mono_ns() + (secs * 1e9) as u64;

@@ -378,7 +378,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
                 next_stats = Some(n + p);
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(100));
     }
     let final_stats = stats::read(&skel, opts, start.elapsed())?;
     drop(link);

@@ -506,8 +506,9 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 			c = cpu_ctx(cpu);
 			if (!c)
 				continue;
+			/* last_used may be newer than @now (set on another CPU since). */
 			if (is_primary && nest_compaction && !c->warming &&
-			    now - c->last_used > nest_p_remove_ticks * tick_ns) {
+			    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns)) {
 				nest_demote(primary, reserve, cpu);
 				stat_add(WC_ST_NEST_COMPACTIONS, 1);
 				continue;
@@ -760,6 +761,15 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 	u32 llc = llc_of(cpu), i;
 	s32 src, hint;
 
+	/* A warmer that waited for long runs first, for at most a tick: the
+	 * watchdog must see every runnable task run, even under overload. */
+	if (c && c->warm_feed) {
+		c->warm_feed = 0;
+		c->warm_ticks = nest_s_max_ticks;
+		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
+			goto out;
+	}
+
 	if (scx_bpf_dsq_move_to_local(cpu, 0))
 		goto out;
 
@@ -786,11 +796,6 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 	if (policy == WC_POLICY_NEST && nest_warm && c && c->warmer_pid) {
 		if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
 			goto out;	/* prev keeps its CPU */
-		if (c->warm_feed) {
-			c->warm_feed = 0;
-			scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0);
-			goto out;
-		}
 		if (c->warm_allowed && primary_has(cpu)) {
 			c->warm_allowed = 0;
 			c->warm_ticks = 0;
@@ -923,7 +928,7 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 		kick_idle_for(p, cpu);
 	}
 	/* A warmer waiting for long runs briefly: the watchdog must see it run. */
-	if (c && c->warmer_pid && now_ns() - c->warm_last_run > WC_WARM_FEED_NS &&
+	if (c && c->warmer_pid && time_after(now_ns(), c->warm_last_run + WC_WARM_FEED_NS) &&
 	    scx_bpf_dsq_nr_queued(WC_WARM_DSQ_BASE + cpu) > 0) {
 		c->warm_feed = 1;
 		scx_bpf_task_set_slice(p, 0);
@@ -1005,7 +1010,7 @@ static int feed_timer_cb(void *map, int *key, struct feed_timer *ft)
 		c = cpu_ctx(cpu);
 		if (!c || !c->warmer_pid || c->warming)
 			continue;
-		if (now - c->warm_last_run > WC_WARM_FEED_NS) {
+		if (time_after(now, c->warm_last_run + WC_WARM_FEED_NS)) {
 			c->warm_feed = 1;
 			scx_bpf_kick_cpu(cpu, 0);
 		}
