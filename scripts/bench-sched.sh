@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The scheduler's speed beside the kernel's own scheduler, in one VM boot
 # (timings drift across boots under emulation), in interleaved rotations
-# (kernel default slocal smove nest, kernel default ...). Each figure is the
+# (kernel default slocal smove nest nest-nowarm, kernel default ...;
+# nest-nowarm is nest without its warmer threads). Each figure is the
 # median of the per-rotation ratios to the kernel's scheduler (above 1: faster
 # than the kernel's), with the lowest and highest ratio. Run by `make bench`.
 set -euo pipefail
@@ -15,14 +16,15 @@ trap 'rm -f "$out"' EXIT
 
 read -r -d '' GUEST <<GUEST_EOF || true
 one() {
-  s=\$1; r=\$2
+  s=\$1; r=\$2; pol=\$s; extra=
+  [ \$s = nest-nowarm ] && pol=nest && extra=--nest-no-warm
   if [ \$s != kernel ]; then
-    warmcore sched --policy \$s --profile --stats 1000 > /tmp/s.json 2> /tmp/s.err &
+    warmcore sched --policy \$pol \$extra --profile --stats 1000 > /tmp/s.json 2> /tmp/s.err &
     S=\$!
     i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
   fi
   warmcore vm workload pipe --msgs 4000 | sed "s/^/B \$r \$s /"
-  warmcore vm workload hackbench --groups 2 --loops 40 | sed "s/^/B \$r \$s /"
+  warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$r \$s /"
   warmcore vm workload forkexec --n 100 | sed "s/^/B \$r \$s /"
   if [ \$s != kernel ]; then
     kill -INT \$S; wait \$S || echo "EJECTED \$r \$s"
@@ -31,13 +33,13 @@ one() {
 }
 r=1
 while [ \$r -le $ROT ]; do
-  for s in kernel default slocal smove nest; do one \$s \$r; done
+  for s in kernel default slocal smove nest nest-nowarm; do one \$s \$r; done
   r=\$((r+1))
 done
 echo DONE
 GUEST_EOF
 
-echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest"
+echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-nowarm"
 "$BIN" vm --cpus "$CPUS" --timeout 3000 -- sh -c "$GUEST" > "$out"
 python3 - "$out" <<'PY'
 import json, statistics, sys
@@ -62,8 +64,8 @@ if not res:
 rots = sorted({r for r, _ in res})
 kern = {r: res[(r, "kernel")] for r in rots if (r, "kernel") in res}
 print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster)")
-print(f"{'policy':8} {'pipe msgs/s':>22} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
-for s in ["kernel", "default", "slocal", "smove", "nest"]:
+print(f"{'policy':11} {'pipe msgs/s':>22} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
+for s in ["kernel", "default", "slocal", "smove", "nest", "nest-nowarm"]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
         if s == "kernel":
@@ -74,7 +76,7 @@ for s in ["kernel", "default", "slocal", "smove", "nest"]:
         cells.append(f"{statistics.median(rat):.2f}x [{min(rat):.2f}-{max(rat):.2f}]" if rat else "-")
     p = prof.get(s)
     cells.append(f"{statistics.median(p):.0f}" if p else "-")
-    print(f"{s:8} " + " ".join(f"{c:>22}" for c in cells[:3]) + f" {cells[3]:>14}")
+    print(f"{s:11} " + " ".join(f"{c:>22}" for c in cells[:3]) + f" {cells[3]:>14}")
 if ejected:
     print("ejections:", ejected)
 PY

@@ -482,9 +482,11 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 {
 	struct bpf_cpumask *primary, *reserve, *mask;
 	u32 llc = llc_of(prev), pass, i;
+	const struct cpumask *idle;
 	struct cpu_ctx *c;
 	s32 cpu, found = -1;
 
+	idle = scx_bpf_get_idle_cpumask();
 	bpf_rcu_read_lock();
 	primary = primary_mask;
 	reserve = reserve_mask;
@@ -501,10 +503,8 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 				continue;
 			if (!nest_die_first && pass == 1)
 				break;
-			if (!nest_usable(cpu))
-				continue;
 			c = cpu_ctx(cpu);
-			if (!c)
+			if (!c || !(bpf_cpumask_test_cpu(cpu, idle) || (nest_warm && c->warming)))
 				continue;
 			/* last_used may be newer than @now (set on another CPU since). */
 			if (is_primary && nest_compaction && !c->warming &&
@@ -523,6 +523,7 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 	}
 out:
 	bpf_rcu_read_unlock();
+	scx_bpf_put_idle_cpumask(idle);
 	return found;
 }
 
