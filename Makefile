@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # make demo: set up, build, run the main job.  make test: set up, build, test.
 SHELL := /bin/bash
-# The BPF parts (crates/record): the clang that compiles BPF, and where the
-# static libelf/zlib/zstd that libbpf links against live.
+# The BPF parts (crates/record, crates/sched): the clang that compiles BPF,
+# and where the static libelf/zlib/zstd that libbpf links against live.
 export BPF_CLANG ?= clang-19
 export LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
+# The static binary that `warmcore vm` puts in its initramfs.
+VM_BIN := target/x86_64-unknown-linux-gnu/release/warmcore
 CARGO ?= cargo
 BIN := target/release/warmcore
 PY := .venv/bin/python
 DEMO_OUT := out/demo
 
-.PHONY: all setup build test demo bench fuzz-short clean
+.PHONY: all setup build vm-binary test test-vm demo bench fuzz-short clean
 
 all: build
 
@@ -23,8 +25,17 @@ build: setup
 	@# The Python package (bindings + viewer) into .venv, built in release mode.
 	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
 
-test: build
+vm-binary: setup
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target x86_64-unknown-linux-gnu -p warmcore
+	@test -x $(VM_BIN)
+
+# The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
+test-vm: build vm-binary
+	@scripts/test-sched-vm.sh
+
+test: build vm-binary
 	$(CARGO) test --release --workspace
+	@scripts/test-sched-vm.sh
 	@if [ -d python/tests ]; then $(PY) -m pytest -q python/tests; fi
 	@scripts/fuzz-short.sh
 
@@ -45,9 +56,10 @@ demo: build
 	$(BIN) trace export $(DEMO_OUT)/perf-make-j2.wct --perfetto $(DEMO_OUT)/perf-make-j2.pftrace
 	@echo "== Open $(DEMO_OUT)/perf-make-j2.pftrace in ui.perfetto.dev"
 
-bench: build
+bench: build vm-binary
 	@scripts/bench.sh
 	@scripts/bench-view.sh
+	@scripts/bench-sched.sh
 
 clean:
 	$(CARGO) clean

@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
-# warmcore record (BPF): clang-19 compiles the BPF side; libbpf links
-# statically against libelf, zlib and zstd.
-APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev)
+# The BPF parts (warmcore record, warmcore sched): clang-19 compiles the BPF
+# side (scx_cargo needs clang 18+); libbpf links statically against libelf,
+# zlib and zstd. The VM that runs the scheduler: QEMU, a static busybox.
+APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev qemu-system-x86 busybox-static cpio)
 # Debian's Chromium and its WebDriver drive the viewer's browser tests.
 APT_PACKAGES+=(chromium chromium-driver)
 

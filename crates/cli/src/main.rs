@@ -4,10 +4,12 @@
 use clap::{Parser, Subcommand};
 
 mod record;
+mod sched;
 mod sim;
 mod time;
 mod trace;
 mod view;
+mod vm;
 
 #[derive(Parser)]
 #[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
@@ -33,6 +35,17 @@ enum Cmd {
     View(view::ViewArgs),
     /// Render a view of a trace to PNG or HTML, without a server.
     Plot(view::PlotArgs),
+    /// Run warmcore's sched_ext scheduler (needs a kernel with sched_ext).
+    Sched(sched::SchedArgs),
+    /// Boot a kernel with sched_ext under QEMU and run a command inside.
+    Vm(vm::VmArgs),
+}
+
+/// Commands that decide their own exit status (the scheduler, the VM).
+fn exit_with(code: i32) {
+    if code != 0 {
+        std::process::exit(code);
+    }
 }
 
 fn main() {
@@ -45,6 +58,8 @@ fn main() {
         Cmd::Compare(a) => sim::compare(a),
         Cmd::View(a) => view::view(a),
         Cmd::Plot(a) => view::plot(a),
+        Cmd::Sched(a) => sched::run(a).map(exit_with),
+        Cmd::Vm(a) => vm::run(a).map(exit_with),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The one contract between warmcore's BPF scheduler (main.bpf.c) and its
+ * Rust loader: constants, the policy and counter numbering, the layout of the
+ * per-CPU statistics record.
+ */
+#ifndef __WARMCORE_INTF_H
+#define __WARMCORE_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef int s32;
+typedef unsigned long long u64;
+typedef long long s64;
+#endif
+
+enum wc_consts {
+	/* Sizes of the per-CPU arrays; CPU sets use bpf_cpumask, of any width. */
+	WC_MAX_CPUS = 1024,
+	/* DSQ ids: a task queue per CPU (id = cpu), a warmer queue per CPU. */
+	WC_WARM_DSQ_BASE = 1 << 20,
+	WC_TASK_COMM_LEN = 16,
+};
+
+enum wc_policy {
+	WC_POLICY_DEFAULT = 0,
+	WC_POLICY_SLOCAL = 1,
+	WC_POLICY_SMOVE = 2,
+	WC_POLICY_NEST = 3,
+};
+
+enum wc_freq_source {
+	WC_FREQ_KERNEL = 0,
+	WC_FREQ_MAP = 1,
+};
+
+/* Decision counters, one slot each in struct wc_cpu_stats.cnt. */
+enum wc_stat {
+	WC_ST_SELECT,		/* select_cpu calls */
+	WC_ST_DIRECT_IDLE,	/* woken task sent straight to an idle CPU */
+	WC_ST_QUEUED,		/* task put in a CPU's queue */
+	WC_ST_PULLED,		/* an idle CPU took work from another CPU's queue */
+	WC_ST_KICKS,		/* idle CPUs woken to pull waiting work */
+	WC_ST_WAKER_PLACED,	/* task placed on the waker's CPU (slocal, smove) */
+	WC_ST_SMOVE_FAST,	/* smove: chosen CPU not at low frequency, placed there */
+	WC_ST_TIMER_ARMED,	/* smove: move timers armed */
+	WC_ST_TIMER_FIRED,	/* smove: timer expired with the task still waiting */
+	WC_ST_TIMER_CANCELLED,	/* smove: task ran before the timer (stale-flag cancel) */
+	WC_ST_TIMER_BUSY,	/* smove: waker CPU's timer in use, placed directly */
+	WC_ST_NEST_ATTACHED,	/* nest: attached core hit */
+	WC_ST_NEST_PRIMARY,	/* nest: idle core found in the primary nest */
+	WC_ST_NEST_RESERVE,	/* nest: idle core found in the reserve nest */
+	WC_ST_NEST_FALLBACK,	/* nest: idle core found outside the nests */
+	WC_ST_NEST_NONE,	/* nest: no idle core anywhere */
+	WC_ST_NEST_PROMOTIONS,	/* nest: reserve -> primary */
+	WC_ST_NEST_DEMOTIONS,	/* nest: primary -> reserve or out (exit, compaction) */
+	WC_ST_NEST_COMPACTIONS,	/* nest: demotions by compaction */
+	WC_ST_NEST_IMPATIENT,	/* nest: placements of impatient tasks */
+	WC_ST_NEST_OTHER_DIE,	/* nest: core found on another die than the task's */
+	WC_ST_NEST_CLAIM_LOST,	/* nest: a core lost to a concurrent placement */
+	WC_ST_WARM_SPINS,	/* nest: warmer runs on an idle primary core */
+	WC_ST_WARM_NS,		/* nest: total time the warmers ran */
+	WC_ST_WARM_PREEMPTED,	/* nest: warmer gave the core up to a task */
+	WC_NR_STATS,
+};
+
+/* Operations profiled with --profile. */
+enum wc_prof_op {
+	WC_PROF_SELECT_CPU,
+	WC_PROF_ENQUEUE,
+	WC_PROF_DISPATCH,
+	WC_PROF_RUNNING,
+	WC_PROF_STOPPING,
+	WC_PROF_TICK,
+	WC_NR_PROF,
+};
+
+/* One per CPU (a BPF_MAP_TYPE_PERCPU_ARRAY of one element); user space sums. */
+struct wc_cpu_stats {
+	u64 cnt[WC_NR_STATS];
+	u64 prof_calls[WC_NR_PROF];
+	u64 prof_ns[WC_NR_PROF];
+};
+
+#endif /* __WARMCORE_INTF_H */

@@ -1,0 +1,1094 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * warmcore's sched_ext scheduler.
+ *
+ * Base (every policy): a vtime-ordered queue per CPU; a task's slice shrinks
+ * as more tasks wait on its CPU; a CPU with nothing of its own pulls work
+ * from the other CPUs' queues (same die first), and idle CPUs are woken when
+ * work waits, so that no task waits on a busy CPU while a CPU it may use is
+ * idle (slocal waits for the tick of the busy CPU, as S_local relies on the
+ * load balancer; smove waits for its timer).
+ *
+ * Placement policies, chosen at load time:
+ *  - default: sched_ext's built-in idle-CPU selection.
+ *  - slocal:  shared/seeds/000 (Fewer Cores, More Hertz), section 3.1: the
+ *             woken or forked task goes to the waker's CPU.
+ *  - smove:   shared/seeds/000, section 3.2 and shared/seeds/README.md: if the
+ *             CPU the default selection chose runs at a low frequency, the
+ *             task goes to the waker's CPU and a timer of D us moves it to
+ *             the chosen CPU unless it ran first.
+ *  - nest:    shared/seeds/001 (Nest), section 3, parameters from Table 1.
+ */
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+/* Set by the loader before load. */
+const volatile u32 nr_cpus = 1;
+const volatile u32 policy = WC_POLICY_DEFAULT;
+const volatile u32 freq_source = WC_FREQ_KERNEL;
+const volatile bool profile = false;
+const volatile u64 slice_max_ns = 5000000ULL;
+const volatile u64 slice_min_ns = 250000ULL;
+const volatile u64 tick_ns = 4000000ULL;	/* HZ=250, as Debian's kernels */
+const volatile u32 cpu_llc[WC_MAX_CPUS];	/* die (last-level cache) of each CPU */
+const volatile u32 cpu_max_khz[WC_MAX_CPUS];	/* 0: unknown */
+const volatile u32 smove_threshold_khz[WC_MAX_CPUS]; /* "low" when <= this; 0 disables */
+const volatile u64 smove_delay_ns = 50000ULL;	/* shared/seeds/000, section 3.2: D = 50 us */
+
+/* Nest: shared/seeds/001, Table 1. */
+const volatile u64 nest_p_remove_ticks = 2;
+const volatile u32 nest_r_max = 5;
+const volatile u32 nest_r_impatient = 2;
+const volatile u64 nest_s_max_ticks = 2;
+const volatile s32 nest_reserve_start = 0;	/* the CPU the loader started on */
+const volatile bool nest_attach = true;		/* section 3.3 */
+const volatile bool nest_reserve = true;	/* section 3.1 */
+const volatile bool nest_compaction = true;	/* section 3.1 */
+const volatile bool nest_impatience = true;	/* section 3.1 */
+const volatile bool nest_exit_demote = true;	/* section 3.1, last sentence */
+const volatile bool nest_die_first = true;	/* section 3.1 */
+const volatile bool nest_wc_dies = true;	/* section 3.4 */
+const volatile bool nest_claim = true;		/* section 3.4 */
+const volatile bool nest_warm = true;		/* section 3.2 */
+
+/* Read by the loader. */
+u64 nr_primary, nr_reserve, max_primary;
+u64 vtime_now;
+
+#define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
+
+struct cpu_ctx {
+	u64 last_used;		/* nest: last time a task ran here */
+	u64 warm_start;		/* nest: when the warmer started */
+	u64 warm_ticks;		/* nest: ticks the warmer ran in this idle period */
+	u64 warm_last_run;	/* nest: last time the warmer ran (watchdog feed) */
+	s32 warmer_pid;		/* nest: this CPU's warmer, 0 = none */
+	s32 pull_hint;		/* CPU whose queue to try first when pulling */
+	u32 claimed;		/* nest: placement claim flag (section 3.4) */
+	u8 warming;		/* nest: the warmer runs now */
+	u8 warm_allowed;	/* nest: the next idle period may warm */
+	u8 warm_feed;		/* nest: run the warmer briefly (watchdog) */
+	u8 exited_here;		/* nest: the last task to stop here exited */
+	u8 compact_tried;	/* nest: someone tried this compactable core */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+} cpu_ctxs SEC(".maps");
+
+struct task_ctx {
+	s32 hist[2];		/* nest: the last two CPUs the task ran on */
+	u32 impatience;		/* nest: successive misses of its previous core */
+	u32 smove_gen;		/* smove: generation of the armed timer */
+	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
+	u8 is_warmer;
+	s32 warmer_cpu;
+	u64 started;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* Statistics and the profile (struct wc_cpu_stats), summed by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct wc_cpu_stats);
+} stats SEC(".maps");
+
+/* --freq-source=map: kHz per CPU, written by `warmcore sched freq set` or a test. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, u32);
+} freq_map SEC(".maps");
+
+/* nest: the warmer thread of each CPU, by thread id (filled before attach). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, s32);
+	__type(value, s32);
+} warmers SEC(".maps");
+
+/* smove: one move timer per waker CPU. Never cancelled (bpf_timer_cancel is
+ * refused from select_cpu): a task that runs first clears its pending flag and
+ * the callback finds it stale. */
+struct smove_timer {
+	struct bpf_timer timer;
+	s32 pid;
+	u32 gen;
+	s32 target;
+	s32 waker;
+	u32 busy;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct smove_timer);
+} smove_timers SEC(".maps");
+
+/* nest: the warmers' watchdog feed timer. */
+struct feed_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct feed_timer);
+} feed_timers SEC(".maps");
+
+/* nest: the primary and reserve nests, of any width. */
+private(NEST) struct bpf_cpumask __kptr *primary_mask;
+private(NEST) struct bpf_cpumask __kptr *reserve_mask;
+
+static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_ctxs, &key);
+}
+
+static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static __always_inline void stat_add(u32 idx, u64 v)
+{
+	u32 key = 0;
+	struct wc_cpu_stats *s = bpf_map_lookup_elem(&stats, &key);
+
+	if (s && idx < WC_NR_STATS)
+		s->cnt[idx] += v;
+}
+
+static __always_inline u64 prof_start(void)
+{
+	return profile ? bpf_ktime_get_ns() : 0;
+}
+
+static __always_inline void prof_end(u32 op, u64 t0)
+{
+	u32 key = 0;
+	struct wc_cpu_stats *s;
+
+	if (!profile)
+		return;
+	s = bpf_map_lookup_elem(&stats, &key);
+	if (s && op < WC_NR_PROF) {
+		s->prof_calls[op]++;
+		s->prof_ns[op] += bpf_ktime_get_ns() - t0;
+	}
+}
+
+static __always_inline u64 now_ns(void)
+{
+	return bpf_ktime_get_ns();
+}
+
+static __always_inline bool cpu_ok(s32 cpu)
+{
+	return cpu >= 0 && cpu < nr_cpus && cpu < WC_MAX_CPUS;
+}
+
+static __always_inline u32 llc_of(s32 cpu)
+{
+	u32 c = cpu;
+
+	if (c >= WC_MAX_CPUS)
+		return 0;
+	return cpu_llc[c & (WC_MAX_CPUS - 1)];
+}
+
+static __always_inline bool is_idle(s32 cpu)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool r = bpf_cpumask_test_cpu(cpu, idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return r;
+}
+
+/* Frequency of @cpu in kHz as the policy sees it; 0 = unknown. */
+static u32 cpu_freq_khz(s32 cpu)
+{
+	u32 key = cpu;
+	u32 *f;
+
+	if (freq_source == WC_FREQ_MAP) {
+		f = bpf_map_lookup_elem(&freq_map, &key);
+		return f ? *f : 0;
+	}
+	f = bpf_map_lookup_elem(&freq_map, &key);	/* last tick sample */
+	return f ? *f : 0;
+}
+
+static bool freq_low(s32 cpu)
+{
+	u32 f, thr;
+
+	if ((u32)cpu >= WC_MAX_CPUS)
+		return false;
+	thr = smove_threshold_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
+	f = cpu_freq_khz(cpu);
+	return thr && f && f <= thr;
+}
+
+/* A CPU idle as the kernel sees it, or (nest) only running its warmer. */
+static __always_inline bool warming(s32 cpu)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	return c && c->warming;
+}
+
+/*
+ * Kick a CPU that @p may use and that does nothing, so that it pulls waiting
+ * work; prefer @hint's die. Returns the CPU or -1.
+ */
+static s32 kick_idle_for(struct task_struct *p, s32 from)
+{
+	struct cpu_ctx *c;
+	s32 cpu;
+
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0) {
+		c = cpu_ctx(cpu);
+		if (c)
+			c->pull_hint = from;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		stat_add(WC_ST_KICKS, 1);
+		return cpu;
+	}
+	if (policy == WC_POLICY_NEST && nest_warm) {
+		bpf_for(cpu, 0, nr_cpus) {
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			c = cpu_ctx(cpu);
+			if (c && c->warming) {
+				c->pull_hint = from;
+				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+				stat_add(WC_ST_KICKS, 1);
+				return cpu;
+			}
+		}
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- smove */
+
+static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
+{
+	struct task_struct *p;
+	struct task_ctx *tctx;
+	struct cpu_ctx *c;
+	s32 target;
+
+	p = bpf_task_from_pid(t->pid);
+	if (!p) {
+		t->busy = 0;
+		return 0;
+	}
+	tctx = task_ctx(p);
+	if (tctx && tctx->smove_pending && tctx->smove_gen == t->gen) {
+		/* Not scheduled on the waker's CPU within D: move it to the CPU the
+		 * default selection chose, or to another idle one. */
+		tctx->smove_pending = 0;
+		stat_add(WC_ST_TIMER_FIRED, 1);
+		target = t->target;
+		if (!(cpu_ok(target) && scx_bpf_test_and_clear_cpu_idle(target)))
+			target = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (cpu_ok(target)) {
+			c = cpu_ctx(target);
+			if (c)
+				c->pull_hint = t->waker;
+			scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
+			stat_add(WC_ST_KICKS, 1);
+		}
+	}
+	t->busy = 0;
+	bpf_task_release(p);
+	return 0;
+}
+
+/*
+ * The default selection without claiming the CPU: @prev if idle, else an
+ * idle CPU on @prev's die, else any idle CPU. -1 if none.
+ */
+static s32 peek_idle(struct task_struct *p, s32 prev, bool other_dies)
+{
+	const struct cpumask *idle;
+	u32 llc = llc_of(prev);
+	s32 cpu, found = -1;
+
+	idle = scx_bpf_get_idle_cpumask();
+	if (cpu_ok(prev) && bpf_cpumask_test_cpu(prev, idle) &&
+	    bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
+		found = prev;
+		goto out;
+	}
+	bpf_for(cpu, 0, nr_cpus) {
+		if (llc_of(cpu) != llc || !bpf_cpumask_test_cpu(cpu, idle) ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		found = cpu;
+		goto out;
+	}
+	if (!other_dies)
+		goto out;
+	bpf_for(cpu, 0, nr_cpus) {
+		if (!bpf_cpumask_test_cpu(cpu, idle) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		found = cpu;
+		break;
+	}
+out:
+	scx_bpf_put_idle_cpumask(idle);
+	return found;
+}
+
+static s32 select_smove(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
+{
+	s32 waker = bpf_get_smp_processor_id();
+	struct smove_timer *t;
+	struct task_ctx *tctx;
+	u32 key = waker;
+	s32 cfs;
+	bool idle = false;
+
+	cfs = peek_idle(p, prev, true);
+	if (cfs >= 0 && cfs != waker && cpu_ok(waker) &&
+	    (wake_flags & (SCX_WAKE_FORK | SCX_WAKE_TTWU)) &&
+	    bpf_cpumask_test_cpu(waker, p->cpus_ptr) && !warming(waker)) {
+		if (!freq_low(cfs)) {
+			stat_add(WC_ST_SMOVE_FAST, 1);
+			goto direct;
+		}
+		tctx = task_ctx(p);
+		t = bpf_map_lookup_elem(&smove_timers, &key);
+		if (!tctx || !t)
+			goto direct;
+		if (__sync_val_compare_and_swap(&t->busy, 0, 1) != 0) {
+			stat_add(WC_ST_TIMER_BUSY, 1);
+			goto direct;
+		}
+		tctx->smove_gen++;
+		tctx->smove_pending = 1;
+		t->pid = p->pid;
+		t->gen = tctx->smove_gen;
+		t->target = cfs;
+		t->waker = waker;
+		if (bpf_timer_start(&t->timer, smove_delay_ns, 0)) {
+			tctx->smove_pending = 0;
+			t->busy = 0;
+			goto direct;
+		}
+		stat_add(WC_ST_TIMER_ARMED, 1);
+		stat_add(WC_ST_WAKER_PLACED, 1);
+		return waker;
+	}
+direct:
+	if (cfs >= 0 && scx_bpf_test_and_clear_cpu_idle(cfs)) {
+		*direct = true;
+		return cfs;
+	}
+	cfs = scx_bpf_select_cpu_dfl(p, prev, wake_flags, &idle);
+	*direct = idle;
+	return cfs;
+}
+
+/* ---------------------------------------------------------------- nest */
+
+static bool nest_claim_cpu(s32 cpu)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	if (!c)
+		return false;
+	if (c->warming) {
+		/* The warmer gives the core up; only one placement may take it. */
+		if (nest_claim && __sync_val_compare_and_swap(&c->claimed, 0, 1) != 0) {
+			stat_add(WC_ST_NEST_CLAIM_LOST, 1);
+			return false;
+		}
+		return true;
+	}
+	if (nest_claim) {
+		/* The kernel's idle bit, cleared atomically: at most one task per core. */
+		if (!scx_bpf_test_and_clear_cpu_idle(cpu))
+			return false;
+		return true;
+	}
+	return is_idle(cpu);
+}
+
+static bool nest_usable(s32 cpu)
+{
+	return is_idle(cpu) || (nest_warm && warming(cpu));
+}
+
+/* Demote @cpu from the primary nest: to the reserve if room, else out. */
+static void nest_demote(struct bpf_cpumask *primary, struct bpf_cpumask *reserve, s32 cpu)
+{
+	if (!bpf_cpumask_test_and_clear_cpu(cpu, primary))
+		return;
+	__sync_fetch_and_sub(&nr_primary, 1);
+	stat_add(WC_ST_NEST_DEMOTIONS, 1);
+	if (nest_reserve && nr_reserve < nest_r_max &&
+	    !bpf_cpumask_test_and_set_cpu(cpu, reserve))
+		__sync_fetch_and_add(&nr_reserve, 1);
+}
+
+static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *reserve, s32 cpu)
+{
+	u64 n;
+
+	if (bpf_cpumask_test_and_clear_cpu(cpu, reserve)) {
+		__sync_fetch_and_sub(&nr_reserve, 1);
+		stat_add(WC_ST_NEST_PROMOTIONS, 1);
+	}
+	if (!bpf_cpumask_test_and_set_cpu(cpu, primary)) {
+		n = __sync_fetch_and_add(&nr_primary, 1) + 1;
+		if (n > max_primary)
+			max_primary = n;
+	}
+}
+
+/*
+ * Search @mask for a usable core: from @start, @prev's die first (section
+ * 3.1), then the other dies. In the primary nest, cores unused for P_remove
+ * ticks are compacted as they are met (section 3.1).
+ */
+static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_primary, u64 now)
+{
+	struct bpf_cpumask *primary, *reserve, *mask;
+	u32 llc = llc_of(prev), pass, i;
+	const struct cpumask *idle;
+	struct cpu_ctx *c;
+	s32 cpu, found = -1;
+
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_rcu_read_lock();
+	primary = primary_mask;
+	reserve = reserve_mask;
+	if (!primary || !reserve)
+		goto out;
+	mask = is_primary ? primary : reserve;
+	for (pass = 0; pass < 2; pass++) {
+		bpf_for(i, 0, nr_cpus) {
+			cpu = (start + i) % nr_cpus;
+			if (!bpf_cpumask_test_cpu(cpu, (const struct cpumask *)mask) ||
+			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			if (nest_die_first && (pass == 0) != (llc_of(cpu) == llc))
+				continue;
+			if (!nest_die_first && pass == 1)
+				break;
+			c = cpu_ctx(cpu);
+			if (!c || !(bpf_cpumask_test_cpu(cpu, idle) || (nest_warm && c->warming)))
+				continue;
+			/* last_used may be newer than @now (set on another CPU since). */
+			if (is_primary && nest_compaction && !c->warming &&
+			    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns)) {
+				nest_demote(primary, reserve, cpu);
+				stat_add(WC_ST_NEST_COMPACTIONS, 1);
+				continue;
+			}
+			if (nest_claim_cpu(cpu)) {
+				if (pass == 1 && nest_die_first)
+					stat_add(WC_ST_NEST_OTHER_DIE, 1);
+				found = cpu;
+				goto out;
+			}
+		}
+	}
+out:
+	bpf_rcu_read_unlock();
+	scx_bpf_put_idle_cpumask(idle);
+	return found;
+}
+
+static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
+{
+	struct bpf_cpumask *primary, *reserve;
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *c;
+	bool impatient = false, idle = false;
+	s32 cpu = -1, start = prev;
+	u64 now = now_ns();
+
+	if (wake_flags & SCX_WAKE_FORK)
+		start = bpf_get_smp_processor_id();	/* the parent's core */
+	if (!cpu_ok(start))
+		start = 0;
+
+	bpf_rcu_read_lock();
+	primary = primary_mask;
+	reserve = reserve_mask;
+	if (!primary || !reserve)
+		goto fallback;
+
+	if (tctx && nest_impatience && tctx->impatience >= nest_r_impatient)
+		impatient = true;
+
+	/* Section 3.3: the attached core first, even if compactable. */
+	if (!impatient && tctx && nest_attach && tctx->hist[0] == tctx->hist[1] &&
+	    cpu_ok(tctx->hist[0]) &&
+	    bpf_cpumask_test_cpu(tctx->hist[0], (const struct cpumask *)primary) &&
+	    bpf_cpumask_test_cpu(tctx->hist[0], p->cpus_ptr) &&
+	    nest_usable(tctx->hist[0]) && nest_claim_cpu(tctx->hist[0])) {
+		cpu = tctx->hist[0];
+		c = cpu_ctx(cpu);
+		if (c)
+			c->last_used = now;
+		stat_add(WC_ST_NEST_ATTACHED, 1);
+		goto found;
+	}
+
+	/* Section 3.1: impatience counts successive misses of the previous core. */
+	if (tctx && !(wake_flags & SCX_WAKE_FORK)) {
+		if (cpu_ok(prev) && nest_usable(prev))
+			tctx->impatience = 0;
+		else
+			tctx->impatience++;
+	}
+
+	if (!impatient) {
+		cpu = nest_search(p, start, start, true, now);
+		if (cpu >= 0) {
+			stat_add(WC_ST_NEST_PRIMARY, 1);
+			goto found;
+		}
+	}
+	if (nest_reserve) {
+		cpu = nest_search(p, nest_reserve_start, start, false, now);
+		if (cpu >= 0) {
+			nest_add_primary(primary, reserve, cpu);
+			stat_add(WC_ST_NEST_RESERVE, 1);
+			goto placed_new;
+		}
+	}
+
+	/* Fall back to the default selection: the task's die, then (section
+	 * 3.4) every die. */
+	cpu = peek_idle(p, start, nest_wc_dies);
+	if (cpu >= 0 && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		stat_add(WC_ST_NEST_FALLBACK, 1);
+		if (llc_of(cpu) != llc_of(start))
+			stat_add(WC_ST_NEST_OTHER_DIE, 1);
+		if (impatient || !nest_reserve) {
+			nest_add_primary(primary, reserve, cpu);
+		} else if (nr_reserve < nest_r_max &&
+			   !bpf_cpumask_test_cpu(cpu, (const struct cpumask *)primary) &&
+			   !bpf_cpumask_test_and_set_cpu(cpu, reserve)) {
+			__sync_fetch_and_add(&nr_reserve, 1);
+		}
+		goto placed_new;
+	}
+	stat_add(WC_ST_NEST_NONE, 1);
+	bpf_rcu_read_unlock();
+	if (impatient && tctx)
+		tctx->impatience = 0;
+	return cpu_ok(prev) ? prev : start;
+
+placed_new:
+	if (impatient) {
+		stat_add(WC_ST_NEST_IMPATIENT, 1);
+		if (tctx)
+			tctx->impatience = 0;
+	}
+found:
+	bpf_rcu_read_unlock();
+	c = cpu_ctx(cpu);
+	if (c) {
+		c->last_used = now;
+		if (c->warming)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
+	*direct = true;
+	return cpu;
+
+fallback:
+	bpf_rcu_read_unlock();
+	cpu = scx_bpf_select_cpu_dfl(p, prev, wake_flags, &idle);
+	*direct = idle;
+	return cpu;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	u64 t0 = prof_start();
+	struct task_ctx *tctx = task_ctx(p);
+	bool direct = false, idle = false;
+	s32 cpu, waker;
+
+	stat_add(WC_ST_SELECT, 1);
+	if (tctx && tctx->is_warmer) {
+		cpu = tctx->warmer_cpu;
+		goto out;
+	}
+
+	switch (policy) {
+	case WC_POLICY_SLOCAL:
+		waker = bpf_get_smp_processor_id();
+		if ((wake_flags & (SCX_WAKE_FORK | SCX_WAKE_TTWU)) && cpu_ok(waker) &&
+		    bpf_cpumask_test_cpu(waker, p->cpus_ptr)) {
+			stat_add(WC_ST_WAKER_PLACED, 1);
+			cpu = waker;
+			direct = scx_bpf_test_and_clear_cpu_idle(cpu);
+		} else {
+			cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &direct);
+		}
+		break;
+	case WC_POLICY_SMOVE:
+		cpu = select_smove(p, prev_cpu, wake_flags, &direct);
+		break;
+	case WC_POLICY_NEST:
+		cpu = select_nest(p, prev_cpu, wake_flags, &direct);
+		break;
+	default:
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+		direct = idle;
+		break;
+	}
+	if (direct) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_max_ns, 0);
+		stat_add(WC_ST_DIRECT_IDLE, 1);
+	}
+out:
+	prof_end(WC_PROF_SELECT_CPU, t0);
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	u64 t0 = prof_start();
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = scx_bpf_task_cpu(p), here = bpf_get_smp_processor_id();
+	u64 vtime = p->scx.dsq_vtime, slice;
+	s32 nq;
+
+	if (tctx && tctx->is_warmer) {
+		scx_bpf_dsq_insert(p, WC_WARM_DSQ_BASE + tctx->warmer_cpu, SCX_SLICE_INF, 0);
+		goto out;
+	}
+	if (enq_flags & SCX_ENQ_LAST) {
+		/* Nothing else wants this CPU: keep running the task. */
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_max_ns, enq_flags);
+		goto out;
+	}
+	if (!cpu_ok(cpu))
+		cpu = 0;
+
+	/* Fairness: a sleeper gets at most one slice of credit. */
+	if (time_before(vtime, vtime_now - slice_max_ns))
+		vtime = vtime_now - slice_max_ns;
+
+	nq = scx_bpf_dsq_nr_queued(cpu);
+	slice = slice_max_ns / (nq + 1);
+	if (slice < slice_min_ns)
+		slice = slice_min_ns;
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	stat_add(WC_ST_QUEUED, 1);
+
+	/* Work conservation: an idle target runs it, else an idle CPU pulls it
+	 * (slocal leaves it to the busy CPU's tick; smove to its timer). */
+	if (cpu != here && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		goto out;
+	}
+	if (policy == WC_POLICY_NEST && warming(cpu)) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		goto out;
+	}
+	if (policy == WC_POLICY_SLOCAL)
+		goto out;
+	if (tctx && tctx->smove_pending)
+		goto out;
+	kick_idle_for(p, cpu);
+out:
+	prof_end(WC_PROF_ENQUEUE, t0);
+}
+
+static bool primary_has(s32 cpu)
+{
+	struct bpf_cpumask *primary;
+	bool r = false;
+
+	bpf_rcu_read_lock();
+	primary = primary_mask;
+	if (primary)
+		r = bpf_cpumask_test_cpu(cpu, (const struct cpumask *)primary);
+	bpf_rcu_read_unlock();
+	return r;
+}
+
+static bool pull_from(s32 src)
+{
+	if (!cpu_ok(src) || scx_bpf_dsq_nr_queued(src) <= 0)
+		return false;
+	if (scx_bpf_dsq_move_to_local(src, 0)) {
+		stat_add(WC_ST_PULLED, 1);
+		return true;
+	}
+	return false;
+}
+
+void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 t0 = prof_start();
+	struct cpu_ctx *c = cpu_ctx(cpu);
+	u32 llc = llc_of(cpu), i;
+	s32 src, hint;
+
+	/* A warmer that waited for long runs first, for at most a tick: the
+	 * watchdog must see every runnable task run, even under overload. */
+	if (c && c->warm_feed) {
+		c->warm_feed = 0;
+		c->warm_ticks = nest_s_max_ticks;
+		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
+			goto out;
+	}
+
+	if (scx_bpf_dsq_move_to_local(cpu, 0))
+		goto out;
+
+	/* Pull: the hinted queue, then this die, then the others. */
+	if (c) {
+		hint = c->pull_hint;
+		c->pull_hint = -1;
+		if (hint != cpu && pull_from(hint))
+			goto out;
+	}
+	bpf_for(i, 1, nr_cpus) {
+		src = (cpu + i) % nr_cpus;
+		if (llc_of(src) == llc && pull_from(src))
+			goto out;
+	}
+	bpf_for(i, 1, nr_cpus) {
+		src = (cpu + i) % nr_cpus;
+		if (llc_of(src) != llc && pull_from(src))
+			goto out;
+	}
+
+	/* Section 3.2 of shared/seeds/001: a primary core left idle by a task
+	 * that blocked is kept warm for up to S_max ticks. */
+	if (policy == WC_POLICY_NEST && nest_warm && c && c->warmer_pid) {
+		if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
+			goto out;	/* prev keeps its CPU */
+		if (c->warm_allowed && primary_has(cpu)) {
+			c->warm_allowed = 0;
+			c->warm_ticks = 0;
+			if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
+				stat_add(WC_ST_WARM_SPINS, 1);
+		}
+	}
+out:
+	prof_end(WC_PROF_DISPATCH, t0);
+}
+
+void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
+{
+	u64 t0 = prof_start(), now = now_ns();
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	if (time_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+	if (tctx) {
+		tctx->started = now;
+		if (tctx->smove_pending) {
+			/* The stale-flag cancel: the timer callback will find it stale. */
+			tctx->smove_pending = 0;
+			stat_add(WC_ST_TIMER_CANCELLED, 1);
+		}
+		if (!tctx->is_warmer && tctx->hist[0] != cpu) {
+			tctx->hist[1] = tctx->hist[0];
+			tctx->hist[0] = cpu;
+		} else if (!tctx->is_warmer) {
+			tctx->hist[1] = cpu;
+		}
+	}
+	if (c) {
+		c->claimed = 0;
+		if (tctx && tctx->is_warmer) {
+			c->warming = 1;
+			c->warm_start = now;
+			c->warm_last_run = now;
+		} else {
+			c->warming = 0;
+			c->last_used = now;
+			c->exited_here = 0;
+		}
+	}
+	prof_end(WC_PROF_RUNNING, t0);
+}
+
+void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
+{
+	u64 t0 = prof_start(), now = now_ns(), used;
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	if (tctx && tctx->is_warmer) {
+		if (c) {
+			c->warming = 0;
+			c->warm_last_run = now;
+			if (c->warm_start && now > c->warm_start)
+				stat_add(WC_ST_WARM_NS, now - c->warm_start);
+			c->warm_start = 0;
+		}
+		goto out;
+	}
+	if (tctx && tctx->started && now > tctx->started) {
+		used = now - tctx->started;
+		/* Virtual time advances inversely to the task's weight. */
+		p->scx.dsq_vtime += used * 100 / (p->scx.weight ? p->scx.weight : 100);
+	}
+	if (c) {
+		c->last_used = now;
+		if (!runnable) {
+			c->warm_allowed = 1;
+			c->exited_here = !!(p->flags & PF_EXITING);
+		}
+	}
+out:
+	prof_end(WC_PROF_STOPPING, t0);
+}
+
+void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
+{
+	u64 t0 = prof_start();
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *c = cpu_ctx(cpu);
+	u32 key = cpu, khz;
+	s32 nq, i;
+	u64 s;
+
+	/* smove samples the frequency at the tick (shared/seeds/README.md). */
+	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && cpu_ok(cpu)) {
+		khz = 0;
+		u32 mx = cpu_max_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
+
+		if (mx)
+			khz = (u64)scx_bpf_cpuperf_cur(cpu) * mx / SCX_CPUPERF_ONE;
+		bpf_map_update_elem(&freq_map, &key, &khz, 0);
+	}
+
+	if (tctx && tctx->is_warmer) {
+		/* Spin at most S_max ticks, and never while any task waits. */
+		if (c)
+			c->warm_ticks++;
+		if (!c || c->warm_ticks >= nest_s_max_ticks) {
+			scx_bpf_task_set_slice(p, 0);
+			goto out;
+		}
+		bpf_for(i, 0, nr_cpus) {
+			if (scx_bpf_dsq_nr_queued(i) > 0) {
+				scx_bpf_task_set_slice(p, 0);
+				stat_add(WC_ST_WARM_PREEMPTED, 1);
+				break;
+			}
+		}
+		goto out;
+	}
+
+	/* The slice shrinks as more tasks wait; waiting work is offered to an
+	 * idle CPU (for slocal this is the only balancing). */
+	nq = scx_bpf_dsq_nr_queued(cpu);
+	if (nq > 0) {
+		s = slice_max_ns / (nq + 1);
+		if (s < slice_min_ns)
+			s = slice_min_ns;
+		if (p->scx.slice > s)
+			scx_bpf_task_set_slice(p, s);
+		kick_idle_for(p, cpu);
+	}
+	/* A warmer waiting for long runs briefly: the watchdog must see it run. */
+	if (c && c->warmer_pid && time_after(now_ns(), c->warm_last_run + WC_WARM_FEED_NS) &&
+	    scx_bpf_dsq_nr_queued(WC_WARM_DSQ_BASE + cpu) > 0) {
+		c->warm_feed = 1;
+		scx_bpf_task_set_slice(p, 0);
+	}
+out:
+	prof_end(WC_PROF_TICK, t0);
+}
+
+void BPF_STRUCT_OPS(wc_update_idle, s32 cpu, bool idle)
+{
+	struct bpf_cpumask *primary, *reserve;
+	struct cpu_ctx *c;
+
+	if (!idle || policy != WC_POLICY_NEST || !nest_exit_demote)
+		return;
+	c = cpu_ctx(cpu);
+	if (!c || !c->exited_here)
+		return;
+	/* Section 3.1: a core left idle by a terminating task is demoted. */
+	c->exited_here = 0;
+	bpf_rcu_read_lock();
+	primary = primary_mask;
+	reserve = reserve_mask;
+	if (primary && reserve)
+		nest_demote(primary, reserve, cpu);
+	bpf_rcu_read_unlock();
+}
+
+void BPF_STRUCT_OPS(wc_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+	s32 pid = p->pid, *wcpu;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	tctx->hist[0] = -1;
+	tctx->hist[1] = -2;
+	tctx->warmer_cpu = -1;
+	wcpu = bpf_map_lookup_elem(&warmers, &pid);
+	if (wcpu && cpu_ok(*wcpu)) {
+		struct cpu_ctx *c = cpu_ctx(*wcpu);
+
+		tctx->is_warmer = 1;
+		tctx->warmer_cpu = *wcpu;
+		if (c) {
+			c->warmer_pid = pid;
+			c->warm_last_run = now_ns();
+		}
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(wc_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct cpu_ctx *c;
+
+	if (tctx && tctx->is_warmer) {
+		c = cpu_ctx(tctx->warmer_cpu);
+		if (c)
+			c->warmer_pid = 0;
+	}
+}
+
+static int feed_timer_cb(void *map, int *key, struct feed_timer *ft)
+{
+	struct cpu_ctx *c;
+	u64 now = now_ns();
+	s32 cpu;
+
+	/* Idle CPUs do not tick: wake those whose warmer waited too long. */
+	bpf_for(cpu, 0, nr_cpus) {
+		c = cpu_ctx(cpu);
+		if (!c || !c->warmer_pid || c->warming)
+			continue;
+		if (time_after(now, c->warm_last_run + WC_WARM_FEED_NS)) {
+			c->warm_feed = 1;
+			scx_bpf_kick_cpu(cpu, 0);
+		}
+	}
+	bpf_timer_start(&ft->timer, WC_WARM_FEED_NS / 2, 0);
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
+{
+	struct bpf_cpumask *m;
+	struct smove_timer *t;
+	struct feed_timer *ft;
+	struct cpu_ctx *c;
+	u32 key;
+	s32 cpu, err;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		err = scx_bpf_create_dsq(cpu, -1);
+		if (err)
+			return err;
+		err = scx_bpf_create_dsq(WC_WARM_DSQ_BASE + cpu, -1);
+		if (err)
+			return err;
+		c = cpu_ctx(cpu);
+		if (c)
+			c->pull_hint = -1;
+		key = cpu;
+		t = bpf_map_lookup_elem(&smove_timers, &key);
+		if (t && policy == WC_POLICY_SMOVE) {
+			bpf_timer_init(&t->timer, &smove_timers, CLOCK_MONOTONIC);
+			bpf_timer_set_callback(&t->timer, smove_timer_cb);
+		}
+	}
+
+	m = bpf_cpumask_create();
+	if (!m)
+		return -ENOMEM;
+	m = bpf_kptr_xchg(&primary_mask, m);
+	if (m)
+		bpf_cpumask_release(m);
+	m = bpf_cpumask_create();
+	if (!m)
+		return -ENOMEM;
+	m = bpf_kptr_xchg(&reserve_mask, m);
+	if (m)
+		bpf_cpumask_release(m);
+
+	if (policy == WC_POLICY_NEST && nest_warm) {
+		key = 0;
+		ft = bpf_map_lookup_elem(&feed_timers, &key);
+		if (!ft)
+			return -ENOENT;
+		bpf_timer_init(&ft->timer, &feed_timers, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&ft->timer, feed_timer_cb);
+		bpf_timer_start(&ft->timer, WC_WARM_FEED_NS / 2, 0);
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(wc_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(warmcore_ops,
+	       .select_cpu = (void *)wc_select_cpu,
+	       .enqueue = (void *)wc_enqueue,
+	       .dispatch = (void *)wc_dispatch,
+	       .running = (void *)wc_running,
+	       .stopping = (void *)wc_stopping,
+	       .tick = (void *)wc_tick,
+	       .update_idle = (void *)wc_update_idle,
+	       .enable = (void *)wc_enable,
+	       .init_task = (void *)wc_init_task,
+	       .exit_task = (void *)wc_exit_task,
+	       .init = (void *)wc_init,
+	       .exit = (void *)wc_exit,
+	       .timeout_ms = 5000,
+	       .name = "warmcore");

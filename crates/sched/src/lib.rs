@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! warmcore's sched_ext scheduler: the loader of src/bpf/main.bpf.c.
+//!
+//! `run` checks the kernel, opens, configures, loads and attaches the BPF
+//! scheduler, prints statistics while it runs, and detaches it on SIGINT or
+//! SIGTERM. The kernel's reason is printed if it ejects the scheduler.
+
+pub mod bpf_intf {
+    #![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/bpf_intf.rs"));
+}
+#[allow(clippy::all)]
+mod bpf_skel {
+    include!(concat!(env!("OUT_DIR"), "/bpf_skel.rs"));
+}
+pub mod stats;
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bpf_skel::*;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read};
+
+/// Where the frequency map is pinned while a scheduler with --freq-source=map runs.
+pub const FREQ_PIN: &str = "/sys/fs/bpf/warmcore_freq";
+const SCHED_EXT_DIR: &str = "/sys/kernel/sched_ext";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Policy {
+    /// sched_ext's built-in idle-CPU selection.
+    Default,
+    /// S_local: the woken or forked task goes to the waker's CPU.
+    Slocal,
+    /// S_move: the waker's CPU when the chosen CPU is slow, with a move timer.
+    Smove,
+    /// Nest: primary and reserve nests, warm cores.
+    Nest,
+}
+
+impl Policy {
+    fn id(self) -> u32 {
+        match self {
+            Policy::Default => bpf_intf::wc_policy_WC_POLICY_DEFAULT,
+            Policy::Slocal => bpf_intf::wc_policy_WC_POLICY_SLOCAL,
+            Policy::Smove => bpf_intf::wc_policy_WC_POLICY_SMOVE,
+            Policy::Nest => bpf_intf::wc_policy_WC_POLICY_NEST,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Default => "default",
+            Policy::Slocal => "slocal",
+            Policy::Smove => "smove",
+            Policy::Nest => "nest",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FreqSource {
+    /// scx_bpf_cpuperf_cur() at each CPU's tick.
+    Kernel,
+    /// A BPF map written by `warmcore sched freq set CPU KHZ`.
+    Map,
+}
+
+/// Options of `warmcore sched`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SchedOpts {
+    /// Placement policy.
+    #[arg(long, value_enum, default_value = "default")]
+    pub policy: Policy,
+    /// Print decision counts as one JSON line every SECS seconds (and at exit).
+    #[arg(long, value_name = "SECS")]
+    pub stats: Option<f64>,
+    /// Time each operation (calls, total and mean time), shown with the stats.
+    #[arg(long)]
+    pub profile: bool,
+    /// Stop after SECS seconds (detach and exit 0), as on SIGINT.
+    #[arg(long, value_name = "SECS")]
+    pub run_for: Option<f64>,
+    /// Where CPU frequencies come from.
+    #[arg(long, value_enum, default_value = "kernel")]
+    pub freq_source: FreqSource,
+    /// Longest slice, in microseconds (shrinks as tasks wait).
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub slice_us: u64,
+    /// Shortest slice, in microseconds.
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    pub slice_min_us: u64,
+    /// Kernel timer frequency (Debian's kernels: 250); sets the length of a tick.
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(100..=1000))]
+    pub hz: u64,
+    /// smove: a CPU is at low frequency when at or below this (kHz); default:
+    /// each CPU's minimum frequency; 0 disables the delay.
+    #[arg(long, value_name = "KHZ")]
+    pub smove_threshold_khz: Option<u32>,
+    /// smove: the timer delay D in microseconds (shared/seeds/000, section 3.2).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub smove_delay_us: u64,
+    /// nest: P_remove, ticks before an idle primary core may be compacted.
+    #[arg(long, default_value_t = 2)]
+    pub nest_p_remove: u64,
+    /// nest: R_max, the largest reserve nest.
+    #[arg(long, default_value_t = 5)]
+    pub nest_r_max: u32,
+    /// nest: R_impatient, misses of the previous core before a task is impatient.
+    #[arg(long, default_value_t = 2)]
+    pub nest_r_impatient: u32,
+    /// nest: S_max, ticks a warmer keeps an idle primary core busy.
+    #[arg(long, default_value_t = 2)]
+    pub nest_s_max: u64,
+    /// nest: no attached cores (section 3.3).
+    #[arg(long)]
+    pub nest_no_attach: bool,
+    /// nest: no reserve nest (section 3.1).
+    #[arg(long)]
+    pub nest_no_reserve: bool,
+    /// nest: no compaction of the primary nest (section 3.1).
+    #[arg(long)]
+    pub nest_no_compaction: bool,
+    /// nest: no impatience (section 3.1).
+    #[arg(long)]
+    pub nest_no_impatience: bool,
+    /// nest: no demotion of a core whose task exited (section 3.1).
+    #[arg(long)]
+    pub nest_no_exit_demote: bool,
+    /// nest: search the nests in CPU order, not the task's die first (section 3.1).
+    #[arg(long)]
+    pub nest_no_die_first: bool,
+    /// nest: fall back to the task's die only, not every die (section 3.4).
+    #[arg(long)]
+    pub nest_no_wc_dies: bool,
+    /// nest: no placement claim flag (section 3.4).
+    #[arg(long)]
+    pub nest_no_claim: bool,
+    /// nest: no warmer threads keeping idle primary cores busy (section 3.2).
+    #[arg(long)]
+    pub nest_no_warm: bool,
+}
+
+/// Why the loader cannot start: one line each, saying what to do.
+fn preflight() -> Result<()> {
+    if !Path::new(SCHED_EXT_DIR).exists() {
+        let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        bail!(
+            "this kernel ({}) has no sched_ext (CONFIG_SCHED_CLASS_EXT): run the scheduler in a VM, e.g. `warmcore vm -- warmcore sched --policy nest --run-for 10`",
+            rel.trim()
+        );
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("loading a BPF scheduler needs root: run `warmcore sched` as root (sudo)");
+    }
+    if let Ok(true) = compat::is_sched_ext_enabled() {
+        let other = std::fs::read_to_string(format!("{SCHED_EXT_DIR}/root/ops")).unwrap_or_default();
+        bail!(
+            "another sched_ext scheduler ({}) is loaded: stop it first",
+            if other.trim().is_empty() { "unknown" } else { other.trim() }
+        );
+    }
+    Ok(())
+}
+
+fn read_sysfs_u32(path: &str) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Set one CPU's frequency in the running scheduler's map (--freq-source=map).
+pub fn freq_set(cpu: u32, khz: u32) -> Result<()> {
+    if !Path::new(FREQ_PIN).exists() {
+        bail!("no frequency map at {FREQ_PIN}: start `warmcore sched --freq-source=map` first");
+    }
+    let map = MapHandle::from_pinned_path(FREQ_PIN).context("opening the frequency map")?;
+    let n = map.info().map(|i| i.info.max_entries).unwrap_or(0);
+    if cpu >= n {
+        bail!("CPU {cpu} is out of range (the map holds {n} CPUs)");
+    }
+    map.update(&cpu.to_ne_bytes(), &khz.to_ne_bytes(), MapFlags::ANY)
+        .context("writing the frequency map")?;
+    Ok(())
+}
+
+/// The warmer threads of Nest section 3.2: one pinned, lowest-priority,
+/// always-runnable thread per CPU, which the BPF side runs only on an idle
+/// primary core and preempts as soon as another task wants the core.
+struct Warmers {
+    stop: Arc<AtomicBool>,
+    go: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    tids: Vec<(i32, i32)>,
+}
+
+impl Warmers {
+    fn spawn(cpus: &[usize]) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let go = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut handles = vec![];
+        for &cpu in cpus {
+            let (stop, go, tx) = (stop.clone(), go.clone(), tx.clone());
+            handles.push(std::thread::Builder::new().name(format!("wc-warm{cpu}")).spawn(move || {
+                let tid = unsafe { libc::gettid() };
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                }
+                let _ = tx.send((tid, cpu as i32));
+                // Sleep until the scheduler is attached, then spin.
+                while !go.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })?);
+        }
+        drop(tx);
+        let tids: Vec<(i32, i32)> = rx.iter().take(cpus.len()).collect();
+        Ok(Warmers { stop, go, handles, tids })
+    }
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Online CPUs and their die (last-level cache) ids, from sysfs.
+fn topology() -> Result<(usize, Vec<u32>)> {
+    let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
+    let nr = *scx_utils::NR_CPU_IDS;
+    let mut llc = vec![0u32; nr];
+    for (id, cpu) in &topo.all_cpus {
+        if *id < nr {
+            llc[*id] = cpu.llc_id as u32;
+        }
+    }
+    Ok((nr, llc))
+}
+
+/// How the run ended.
+pub enum Outcome {
+    /// Detached on a signal or after --run-for.
+    Detached,
+    /// The kernel ejected the scheduler: its reason.
+    Ejected(String),
+}
+
+/// Load and run the scheduler until SIGINT/SIGTERM, --run-for, or ejection.
+pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
+    preflight()?;
+    if opts.slice_min_us > opts.slice_us {
+        bail!("--slice-min-us ({}) is above --slice-us ({}): lower it", opts.slice_min_us, opts.slice_us);
+    }
+    if let Some(s) = opts.stats {
+        if !(s > 0.0 && s.is_finite()) {
+            bail!("--stats {s}: give a positive number of seconds");
+        }
+    }
+    let (nr_cpus, llc) = topology()?;
+    if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
+        bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
+    }
+    scx_utils::try_set_rlimit_infinity();
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    {
+        let s = shutdown.clone();
+        // A second load in the same process (tests) keeps the first handler.
+        let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    }
+
+    let warm = opts.policy == Policy::Nest && !opts.nest_no_warm;
+    let warmers = if warm { Some(Warmers::spawn(&(0..nr_cpus).collect::<Vec<_>>())?) } else { None };
+
+    let mut open_object = MaybeUninit::uninit();
+    let builder = BpfSkelBuilder::default();
+    let mut skel = scx_ops_open!(builder, &mut open_object, warmcore_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+    {
+        let ops = skel.struct_ops.warmcore_ops_mut();
+        // ENQ_LAST: a warmer whose S_max ran out must not be kept running
+        // just because nothing else is runnable (the kernel's default).
+        ops.flags = *compat::SCX_OPS_ENQ_EXITING
+            | *compat::SCX_OPS_ENQ_LAST
+            | *compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+        let ro = skel.maps.rodata_data.as_mut().unwrap();
+        ro.nr_cpus = nr_cpus as u32;
+        ro.policy = opts.policy.id();
+        ro.freq_source = match opts.freq_source {
+            FreqSource::Kernel => bpf_intf::wc_freq_source_WC_FREQ_KERNEL,
+            FreqSource::Map => bpf_intf::wc_freq_source_WC_FREQ_MAP,
+        };
+        ro.profile = opts.profile;
+        ro.slice_max_ns = opts.slice_us * 1000;
+        ro.slice_min_ns = opts.slice_min_us * 1000;
+        ro.tick_ns = 1_000_000_000 / opts.hz;
+        for cpu in 0..nr_cpus {
+            ro.cpu_llc[cpu] = llc[cpu];
+            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
+            ro.cpu_max_khz[cpu] = read_sysfs_u32(&format!("{base}/cpuinfo_max_freq")).unwrap_or(0);
+            ro.smove_threshold_khz[cpu] = opts
+                .smove_threshold_khz
+                .or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_min_freq")))
+                .unwrap_or(0);
+        }
+        ro.smove_delay_ns = opts.smove_delay_us * 1000;
+        ro.nest_p_remove_ticks = opts.nest_p_remove;
+        ro.nest_r_max = opts.nest_r_max;
+        ro.nest_r_impatient = opts.nest_r_impatient;
+        ro.nest_s_max_ticks = opts.nest_s_max.max(1);
+        ro.nest_reserve_start = unsafe { libc::sched_getcpu() }.max(0);
+        ro.nest_attach = !opts.nest_no_attach;
+        ro.nest_reserve = !opts.nest_no_reserve;
+        ro.nest_compaction = !opts.nest_no_compaction;
+        ro.nest_impatience = !opts.nest_no_impatience;
+        ro.nest_exit_demote = !opts.nest_no_exit_demote;
+        ro.nest_die_first = !opts.nest_no_die_first;
+        ro.nest_wc_dies = !opts.nest_no_wc_dies;
+        ro.nest_claim = !opts.nest_no_claim;
+        ro.nest_warm = warm;
+    }
+    let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
+    if let Some(w) = &warmers {
+        for (tid, cpu) in &w.tids {
+            skel.maps
+                .warmers
+                .update(&tid.to_ne_bytes(), &cpu.to_ne_bytes(), MapFlags::ANY)
+                .context("registering the warmer threads")?;
+        }
+    }
+    if opts.freq_source == FreqSource::Map {
+        let _ = std::fs::remove_file(FREQ_PIN);
+        if !Path::new("/sys/fs/bpf").join(".").exists() {
+            bail!("/sys/fs/bpf is missing: mount bpffs there (mount -t bpf bpf /sys/fs/bpf)");
+        }
+        skel.maps
+            .freq_map
+            .pin(FREQ_PIN)
+            .with_context(|| format!("pinning the frequency map at {FREQ_PIN} (is bpffs mounted on /sys/fs/bpf?)"))?;
+    }
+    let link = scx_ops_attach!(skel, warmcore_ops).context("attaching the scheduler")?;
+    if let Some(w) = &warmers {
+        w.go.store(true, Ordering::Relaxed);
+    }
+    eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), nr_cpus);
+
+    let start = Instant::now();
+    let period = opts.stats.map(Duration::from_secs_f64);
+    let mut next_stats = period.map(|p| start + p);
+    let deadline = opts.run_for.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let mut ejected = false;
+    loop {
+        if uei_exited!(&skel, uei) {
+            ejected = true;
+            break;
+        }
+        if shutdown.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if let (Some(p), Some(n)) = (period, next_stats) {
+            if now >= n {
+                let m = stats::read(&skel, opts, start.elapsed())?;
+                writeln!(out, "{}", serde_json::to_string(&m)?)?;
+                out.flush()?;
+                next_stats = Some(n + p);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let final_stats = stats::read(&skel, opts, start.elapsed())?;
+    drop(link);
+    if let Some(w) = warmers {
+        w.stop();
+    }
+    if opts.freq_source == FreqSource::Map {
+        let _ = std::fs::remove_file(FREQ_PIN);
+    }
+    if opts.stats.is_some() {
+        writeln!(out, "{}", serde_json::to_string(&final_stats)?)?;
+    }
+    if ejected {
+        let uei = uei_read!(&skel, uei);
+        let why = match uei.report() {
+            Ok(()) => "the kernel unregistered the scheduler".to_string(),
+            Err(e) => format!("{e}"),
+        };
+        return Ok(Outcome::Ejected(why));
+    }
+    eprintln!("warmcore sched: detached after {:.1} s", start.elapsed().as_secs_f64());
+    Ok(Outcome::Detached)
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The scheduler's speed beside the kernel's own scheduler, in one VM boot
+# (timings drift across boots under emulation), in interleaved rotations
+# (kernel default slocal smove nest nest-nowarm, kernel default ...;
+# nest-nowarm is nest without its warmer threads). Each figure is the
+# median of the per-rotation ratios to the kernel's scheduler (above 1: faster
+# than the kernel's), with the lowest and highest ratio. Run by `make bench`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-target/release/warmcore}
+ROT=${WC_BENCH_ROTATIONS:-5}
+CPUS=${WC_BENCH_CPUS:-4}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+read -r -d '' GUEST <<GUEST_EOF || true
+one() {
+  s=\$1; r=\$2; pol=\$s; extra=
+  [ \$s = nest-nowarm ] && pol=nest && extra=--nest-no-warm
+  if [ \$s != kernel ]; then
+    warmcore sched --policy \$pol \$extra --profile --stats 1000 > /tmp/s.json 2> /tmp/s.err &
+    S=\$!
+    i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+  fi
+  warmcore vm workload pipe --msgs 4000 | sed "s/^/B \$r \$s /"
+  warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$r \$s /"
+  warmcore vm workload forkexec --n 100 | sed "s/^/B \$r \$s /"
+  if [ \$s != kernel ]; then
+    kill -INT \$S; wait \$S || echo "EJECTED \$r \$s"
+    tail -1 /tmp/s.json | sed "s/^/P \$r \$s /"
+  fi
+}
+r=1
+while [ \$r -le $ROT ]; do
+  for s in kernel default slocal smove nest nest-nowarm; do one \$s \$r; done
+  r=\$((r+1))
+done
+echo DONE
+GUEST_EOF
+
+echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-nowarm"
+"$BIN" vm --cpus "$CPUS" --timeout 3000 -- sh -c "$GUEST" > "$out"
+python3 - "$out" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+res = defaultdict(dict)      # (rotation, sched) -> metric -> value
+prof = defaultdict(list)     # sched -> select_cpu mean ns per rotation
+ejected = []
+for l in open(sys.argv[1]).read().splitlines():
+    parts = l.split(" ", 3)
+    if parts[0] == "B" and len(parts) == 4:
+        j = json.loads(parts[3]); k = (int(parts[1]), parts[2])
+        if j["workload"] == "pipe": res[k]["pipe"] = j["msgs_per_s"]
+        if j["workload"] == "hackbench": res[k]["hackbench"] = 1.0 / j["secs"]
+        if j["workload"] == "forkexec": res[k]["forkexec"] = j["procs_per_s"]
+    elif parts[0] == "P" and len(parts) == 4:
+        j = json.loads(parts[3])
+        if j.get("profile"): prof[parts[2]].append(j["profile"]["select_cpu"]["mean_ns"])
+    elif parts[0] == "EJECTED":
+        ejected.append(l)
+if not res:
+    print("bench-sched: no results from the VM"); sys.exit(1)
+rots = sorted({r for r, _ in res})
+kern = {r: res[(r, "kernel")] for r in rots if (r, "kernel") in res}
+print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster)")
+print(f"{'policy':11} {'pipe msgs/s':>22} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
+for s in ["kernel", "default", "slocal", "smove", "nest", "nest-nowarm"]:
+    cells = []
+    for m in ["pipe", "hackbench", "forkexec"]:
+        if s == "kernel":
+            v = [res[(r, s)][m] for r in rots if m in res.get((r, s), {})]
+            cells.append(f"{statistics.median(v):.0f}/s" if m != "hackbench" else f"{1/statistics.median(v):.2f} s")
+            continue
+        rat = [res[(r, s)][m] / kern[r][m] for r in rots if r in kern and m in res.get((r, s), {})]
+        cells.append(f"{statistics.median(rat):.2f}x [{min(rat):.2f}-{max(rat):.2f}]" if rat else "-")
+    p = prof.get(s)
+    cells.append(f"{statistics.median(p):.0f}" if p else "-")
+    print(f"{s:11} " + " ".join(f"{c:>22}" for c in cells[:3]) + f" {cells[3]:>14}")
+if ejected:
+    print("ejections:", ejected)
+PY
