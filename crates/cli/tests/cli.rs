@@ -34,6 +34,10 @@ fn every_subcommand_has_help() {
                 if !line.starts_with("  ") {
                     break;
                 }
+                // A wrapped description is indented deeper than a command.
+                if line.starts_with("   ") {
+                    continue;
+                }
                 if name != "help" {
                     let mut p = path.clone();
                     p.push(name.to_string());
