@@ -48,7 +48,8 @@ pub struct ChunkRef {
     pub t_last: u64,
 }
 
-/// A half-open time window [from, to) in ns.
+/// A half-open time window [from, to) in ns; `to == u64::MAX` means no end,
+/// so that `Window::ALL` holds every timestamp, u64::MAX included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
     pub from: u64,
@@ -58,7 +59,12 @@ pub struct Window {
 impl Window {
     pub const ALL: Window = Window { from: 0, to: u64::MAX };
     pub fn contains(&self, ts: u64) -> bool {
-        ts >= self.from && ts < self.to
+        ts >= self.from && !self.ends_before(ts)
+    }
+
+    /// Whether `ts` lies at or past the window's end.
+    pub fn ends_before(&self, ts: u64) -> bool {
+        ts >= self.to && self.to != u64::MAX
     }
 }
 
@@ -423,7 +429,7 @@ impl Iterator for CpuEvents<'_> {
     fn next(&mut self) -> Option<Result<Event>> {
         loop {
             if let Some(ev) = self.cur.get(self.pos) {
-                if ev.ts >= self.w.to {
+                if self.w.ends_before(ev.ts) {
                     return None;
                 }
                 self.pos += 1;
@@ -438,7 +444,7 @@ impl Iterator for CpuEvents<'_> {
             }
             let c = self.chunks[self.next_chunk];
             self.next_chunk += 1;
-            if c.t_first >= self.w.to {
+            if self.w.ends_before(c.t_first) {
                 return None;
             }
             match self.trace.load_chunk(&c) {

@@ -110,3 +110,19 @@ fn out_of_order_input_is_refused_not_reordered_silently() {
     assert!(e.unwrap_err().to_string().contains("time order"));
     assert!(w.push(9, Event::default()).unwrap_err().to_string().contains("machine has 1 CPUs"));
 }
+
+/// Every timestamp is in Window::ALL, the largest included (found by fuzzing
+/// the SchedLog importer: a dump's last event at u64::MAX was not read back).
+#[test]
+fn the_largest_timestamp_is_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.wct");
+    let mut w = Writer::create(&p, &header(1), WriterOptions::default()).unwrap();
+    w.push(0, Event::new(5, 1, ids::TICK, 0, 0)).unwrap();
+    w.push(0, Event::new(u64::MAX, 1, ids::TICK, 0, 0)).unwrap();
+    w.finish().unwrap();
+    let t = Trace::open(&p).unwrap();
+    let ts: Vec<u64> = t.events(None, Window::ALL).map(|e| e.unwrap().ev.ts).collect();
+    assert_eq!(ts, vec![5, u64::MAX]);
+    assert_eq!(t.cpu_events(0, Window { from: 0, to: 6 }).count(), 1);
+}
