@@ -512,10 +512,17 @@ impl Cfs {
 
     /// Move a waiting task from `from` to `to` (load balancing).
     fn pull(&mut self, sim: &mut Sim, from: u32, to: u32) -> Option<Tid> {
-        let now = sim.now();
         // The kernel detaches from the tail of the task list, skipping
         // cache-hot tasks; we take the last (largest vruntime) waiting task.
         let &(_, t) = self.rq[from as usize].queue.last()?;
+        self.requeue(sim, t, from, to);
+        Some(t)
+    }
+
+    /// Move waiting task `t` from `from`'s queue to `to`'s, keeping its
+    /// vruntime relative to each queue's minimum, as migration does.
+    fn requeue(&mut self, sim: &mut Sim, t: Tid, from: u32, to: u32) {
+        let now = sim.now();
         self.dequeue_queued(t);
         let d = &mut self.td[t as usize];
         d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
@@ -527,7 +534,6 @@ impl Cfs {
         sim.set_task_cpu(t, to);
         self.update_load(now, from);
         self.update_load(now, to);
-        Some(t)
     }
 
     /// Move a task waiting in one of the fair class's queues to `to`'s queue
@@ -538,18 +544,7 @@ impl Cfs {
         if from == to {
             return true;
         }
-        let now = sim.now();
-        self.dequeue_queued(t);
-        let d = &mut self.td[t as usize];
-        d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
-        d.vr_cpu = to;
-        d.queued_on = Some(to);
-        let vr = d.vr;
-        self.rq[to as usize].queue.insert((vr, t));
-        self.set_waiting(to);
-        sim.set_task_cpu(t, to);
-        self.update_load(now, from);
-        self.update_load(now, to);
+        self.requeue(sim, t, from, to);
         sim.kick(to);
         true
     }

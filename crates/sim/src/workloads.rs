@@ -295,18 +295,7 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let iters = p.int("iterations", 200)?;
     let region = p.num("region_us", 2000.0)?;
     let j = p.num("jitter", 0.1)?;
-    let b = w.barrier(threads as u32);
-    let body = w.add("region", vec![work(region, j), Step::Barrier(b)]);
-    let worker = w.add("omp", vec![Step::Repeat(body, iters), Step::Exit]);
-    let mut main = vec![];
-    for _ in 1..threads {
-        main.push(Step::Fork(worker));
-    }
-    main.push(Step::Repeat(body, iters));
-    main.push(Step::WaitAll);
-    main.push(Step::Exit);
-    let main = w.add("nas", main);
-    w.initial.push((main, "nas".into(), Some(0)));
+    barrier_threads(w, threads, iters, work(region, j), ["region", "omp", "nas"]);
     Ok(())
 }
 
@@ -318,9 +307,17 @@ fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError
     let iters = p.int("iterations", 2000)?;
     let item = p.num("item_us", 100.0)?;
     let j = p.num("jitter", 0.3)?;
+    barrier_threads(w, threads, iters, work(item, j), ["item", "mkl", "mkl-dnn"]);
+    Ok(())
+}
+
+/// `threads` threads (the main one and its forked workers) each run `iters`
+/// iterations of `item` followed by a barrier of all of them. `names`: the
+/// iteration body, the worker program, the main program.
+fn barrier_threads(w: &mut Workload, threads: u64, iters: u64, item: Step, names: [&str; 3]) {
     let b = w.barrier(threads as u32);
-    let body = w.add("item", vec![work(item, j), Step::Barrier(b)]);
-    let worker = w.add("mkl", vec![Step::Repeat(body, iters), Step::Exit]);
+    let body = w.add(names[0], vec![item, Step::Barrier(b)]);
+    let worker = w.add(names[1], vec![Step::Repeat(body, iters), Step::Exit]);
     let mut main = vec![];
     for _ in 1..threads {
         main.push(Step::Fork(worker));
@@ -328,9 +325,8 @@ fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError
     main.push(Step::Repeat(body, iters));
     main.push(Step::WaitAll);
     main.push(Step::Exit);
-    let main = w.add("mkl-dnn", main);
-    w.initial.push((main, "mkl-dnn".into(), Some(0)));
-    Ok(())
+    let main = w.add(names[2], main);
+    w.initial.push((main, names[2].into(), Some(0)));
 }
 
 /// DaCapo h2-like (shared/seeds/001, section 5.3): a pool of about 10
