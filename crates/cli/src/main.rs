@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod record;
+mod reproduce;
 mod sched;
 mod sim;
 mod time;
@@ -31,6 +32,8 @@ enum Cmd {
     Sim(sim::SimArgs),
     /// Compare placement policies on one machine and workload.
     Compare(sim::CompareArgs),
+    /// Re-run the papers' experiments in the simulator: report, claims, figures.
+    Reproduce(reproduce::ReproduceArgs),
     /// Open a trace in the interactive viewer (a local web page).
     View(view::ViewArgs),
     /// Render a view of a trace to PNG or HTML, without a server.
@@ -56,6 +59,7 @@ fn main() {
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),
         Cmd::Compare(a) => sim::compare(a),
+        Cmd::Reproduce(a) => reproduce::run(a),
         Cmd::View(a) => view::view(a),
         Cmd::Plot(a) => view::plot(a),
         Cmd::Sched(a) => sched::run(a).map(exit_with),

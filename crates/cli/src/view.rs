@@ -11,10 +11,11 @@ use clap::Args;
 
 use crate::time::parse_ns;
 
-/// Where the viewer's Python is: $WARMCORE_PYTHON, else `.venv/bin/python`
-/// in the project that holds this binary (target/release/warmcore), else in
-/// the current directory.
-fn python() -> Result<PathBuf> {
+/// Where the project's Python is (the viewer's, the figures of `warmcore
+/// reproduce`): $WARMCORE_PYTHON, else `.venv/bin/python` in the project that
+/// holds this binary (target/release/warmcore), else in the current
+/// directory.
+pub(crate) fn python() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("WARMCORE_PYTHON") {
         let p = PathBuf::from(p);
         if p.is_file() {
@@ -32,7 +33,7 @@ fn python() -> Result<PathBuf> {
     tries
         .into_iter()
         .find(|p| p.is_file())
-        .ok_or_else(|| anyhow::anyhow!("the viewer needs the project's Python environment (.venv) and it is missing: run `make build`"))
+        .ok_or_else(|| anyhow::anyhow!("the project's Python environment (.venv) is missing: run `make build`"))
 }
 
 #[derive(Args)]

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore reproduce`: run the papers' experiments in the simulator
+//! (warmcore-reproduce), then draw the figures with the project's Python
+//! (python/warmcore/figures.py).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use warmcore_reproduce::{reproduce, Options};
+
+#[derive(Args)]
+pub struct ReproduceArgs {
+    /// Output directory: report.md, claims.json, runs.json, figures.json,
+    /// the figures (PNG) and traces/ (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Smaller workloads, one seed and fewer machines: minutes instead of
+    /// hours (under 10 minutes on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these claims, comma-separated ids (1-8), e.g. --only 1,2.
+    #[arg(long, value_name = "IDS")]
+    pub only: Option<String>,
+    /// Simulations run at a time (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
+}
+
+fn parse_only(s: &str) -> Result<Vec<u32>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse::<u32>().map_err(|_| anyhow::anyhow!("--only takes claim ids separated by commas (e.g. 1,2), not '{x}'")))
+        .collect()
+}
+
+pub fn run(a: ReproduceArgs) -> Result<()> {
+    let only = a.only.as_deref().map(parse_only).transpose()?;
+    let opts = Options { quick: a.quick, only, out: a.out.clone(), jobs: a.jobs };
+    let w = reproduce(&opts).map_err(anyhow::Error::msg)?;
+    let yes = w.claims.iter().filter(|c| c.reproduced).count();
+    for c in &w.claims {
+        println!("claim {} {}: {}", c.id, if c.reproduced { "reproduced" } else { "NOT reproduced" }, c.sim_value);
+    }
+    println!(
+        "{yes} of {} claims reproduced; report in {}",
+        w.claims.len(),
+        a.out.join("report.md").display()
+    );
+    // The figures: the project's Python with matplotlib and the bindings.
+    let py = match crate::view::python() {
+        Ok(p) => p,
+        Err(_) => bail!(
+            "figures need `make build` (the project's Python environment .venv is missing); claims.json and report.md are in {}",
+            a.out.display()
+        ),
+    };
+    let out = Command::new(&py).arg("-m").arg("warmcore.figures").arg(&a.out).output();
+    match out {
+        Ok(o) if o.status.success() => print!("{}", String::from_utf8_lossy(&o.stdout)),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+            bail!("drawing the figures failed ({last}): run `make build` to set up .venv; claims.json and report.md are in {}", a.out.display());
+        }
+        Err(e) => bail!("cannot run {}: {e}: run `make build` to set up .venv", py.display()),
+    }
+    if w.failed_runs > 0 {
+        bail!("{} simulation run(s) failed: see the error fields in {}", w.failed_runs, a.out.join("runs.json").display());
+    }
+    Ok(())
+}

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore reproduce`: the findings of the seed papers (shared/seeds/000,
+//! Fewer Cores, More Hertz; shared/seeds/001, Nest), re-run in the simulator
+//! on the papers' modelled machines.
+//!
+//! Experiments are data: each [`Claim`] lists its runs (machine, workload
+//! with parameters, policy, governor, seeds), and a check that turns the
+//! runs' reports into a simulated value and a verdict. The runs of all the
+//! selected claims are deduplicated, run in parallel (each is deterministic:
+//! seeded), and written out as DIR/runs.json, DIR/claims.json, DIR/report.md
+//! and DIR/figures.json (the plan python/warmcore/figures.py draws).
+//!
+//! A claim whose policies this build does not have is left out (not listed),
+//! never faked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+use warmcore_sim::{Limits, Machine, RunConfig, RunReport};
+
+mod claims;
+pub use claims::{all_claims, Setup};
+
+/// A configuration run over several seeds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Cell {
+    pub machine: String,
+    pub workload: String,
+    pub policy: String,
+    pub governor: String,
+}
+
+impl Cell {
+    pub fn new(machine: &str, workload: &str, policy: &str, governor: &str) -> Cell {
+        Cell { machine: machine.into(), workload: workload.into(), policy: policy.into(), governor: governor.into() }
+    }
+    pub fn with_policy(&self, policy: &str) -> Cell {
+        Cell { policy: policy.into(), ..self.clone() }
+    }
+    pub fn label(&self) -> String {
+        format!("{} {} {} {}", self.machine, self.workload, self.policy, self.governor)
+    }
+}
+
+/// One run: a cell, a seed, and whether its events go to a trace file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunSpec {
+    pub cell: Cell,
+    pub seed: u64,
+    pub trace: bool,
+}
+
+/// What a check concludes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outcome {
+    pub sim_value: String,
+    pub reproduced: bool,
+    pub note: String,
+}
+
+/// A claim of a paper, its runs and its check.
+pub struct Claim {
+    pub id: u32,
+    /// Seed file and section.
+    pub source: &'static str,
+    /// One sentence.
+    pub claim: &'static str,
+    /// The paper's own number(s).
+    pub paper_value: &'static str,
+    /// Policy specifications (with parameters) the claim needs.
+    pub needs: Vec<String>,
+    pub runs: Vec<RunSpec>,
+    pub check: fn(&Results, &Setup) -> Result<Outcome, String>,
+}
+
+impl Claim {
+    /// The first of `needs` this build's simulator refuses, with its message.
+    pub fn missing_policy(&self) -> Option<(String, String)> {
+        let m = Machine::load("default").ok()?;
+        self.needs
+            .iter()
+            .find_map(|p| warmcore_sim::policy::make_policy(p, &m).err().map(|e| (p.clone(), e.to_string())))
+    }
+    pub fn evaluate(&self, r: &Results, s: &Setup) -> Outcome {
+        match (self.check)(r, s) {
+            Ok(o) => o,
+            Err(why) => Outcome { sim_value: "n/a".into(), reproduced: false, note: why },
+        }
+    }
+}
+
+/// One finished run.
+#[derive(Clone, Debug)]
+pub struct Done {
+    pub spec: RunSpec,
+    pub report: Result<RunReport, String>,
+    /// Trace path relative to the output directory.
+    pub trace: Option<String>,
+}
+
+/// The finished runs, with the measures the checks use.
+#[derive(Clone, Debug, Default)]
+pub struct Results {
+    pub done: Vec<Done>,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Improvement in percent, higher is better whatever the metric's direction
+/// (as `warmcore compare`; shared/seeds/000, section 4: "higher is always
+/// better"; shared/seeds/001, section 5.1).
+pub fn improvement_pct(base: f64, x: f64, lower_is_better: bool) -> f64 {
+    if base == 0.0 {
+        return 0.0;
+    }
+    if lower_is_better {
+        (base - x) / base * 100.0
+    } else {
+        (x - base) / base * 100.0
+    }
+}
+
+impl Results {
+    pub fn new(done: Vec<Done>) -> Results {
+        Results { done }
+    }
+
+    /// The complete reports of a cell, one per seed; an error if a run of
+    /// it failed, stopped early, or was not run.
+    pub fn reports(&self, c: &Cell) -> Result<Vec<&RunReport>, String> {
+        let mut out = Vec::new();
+        for d in self.done.iter().filter(|d| &d.spec.cell == c) {
+            match &d.report {
+                Ok(r) if r.partial.is_none() => out.push(r),
+                Ok(r) => {
+                    return Err(format!(
+                        "run {} seed {} stopped early: {}",
+                        c.label(),
+                        d.spec.seed,
+                        r.partial.as_deref().unwrap_or("")
+                    ))
+                }
+                Err(e) => return Err(format!("run {} seed {} failed: {e}", c.label(), d.spec.seed)),
+            }
+        }
+        if out.is_empty() {
+            return Err(format!("no run of {}", c.label()));
+        }
+        Ok(out)
+    }
+
+    pub fn mean_of(&self, c: &Cell, f: impl Fn(&RunReport) -> f64) -> Result<f64, String> {
+        let v: Vec<f64> = self.reports(c)?.into_iter().map(f).collect();
+        Ok(mean(&v))
+    }
+
+    /// Mean of the workload's metric.
+    pub fn metric(&self, c: &Cell) -> Result<f64, String> {
+        self.mean_of(c, |r| r.metric.value)
+    }
+
+    /// Mean completion time in seconds.
+    pub fn seconds(&self, c: &Cell) -> Result<f64, String> {
+        self.mean_of(c, |r| r.makespan_ns as f64 / 1e9)
+    }
+
+    pub fn energy(&self, c: &Cell) -> Result<f64, String> {
+        self.mean_of(c, |r| r.energy_j)
+    }
+
+    pub fn underload(&self, c: &Cell) -> Result<f64, String> {
+        self.mean_of(c, |r| r.underload_per_s.unwrap_or(0.0))
+    }
+
+    pub fn inversions(&self, c: &Cell) -> Result<f64, String> {
+        self.mean_of(c, |r| {
+            r.inversions.as_ref().and_then(|v| v.get("count")).and_then(|v| v.as_f64()).unwrap_or(0.0)
+        })
+    }
+
+    /// Improvement of `c` over the same cell under `base_policy`, in percent.
+    pub fn improvement(&self, c: &Cell, base_policy: &str) -> Result<f64, String> {
+        let base = c.with_policy(base_policy);
+        let lower = self.reports(c)?[0].metric.better == "lower";
+        Ok(improvement_pct(self.metric(&base)?, self.metric(c)?, lower))
+    }
+
+    /// Fraction of busy time (at a known frequency) in bands that lie below
+    /// `mhz`.
+    pub fn fraction_below(&self, c: &Cell, mhz: u32) -> Result<f64, String> {
+        let reports = self.reports(c)?;
+        let mut v = Vec::new();
+        for r in reports {
+            let bands = r
+                .freq_residency
+                .as_ref()
+                .and_then(|b| b.as_array())
+                .ok_or_else(|| format!("run {} has no frequency residency", c.label()))?;
+            let f: f64 = bands
+                .iter()
+                .filter(|b| b.get("hi_mhz").and_then(|x| x.as_u64()).is_some_and(|hi| hi <= mhz as u64))
+                .filter_map(|b| b.get("fraction").and_then(|x| x.as_f64()))
+                .sum();
+            v.push(f);
+        }
+        Ok(mean(&v))
+    }
+
+    /// Mean of the first of `keys` found in the policy's counters (searched
+    /// at the top level of `policy_stats`).
+    pub fn policy_stat(&self, c: &Cell, keys: &[&str]) -> Result<f64, String> {
+        let reports = self.reports(c)?;
+        let mut v = Vec::new();
+        for r in reports {
+            let x = keys
+                .iter()
+                .find_map(|k| r.policy_stats.get(*k).and_then(|x| x.as_f64()))
+                .ok_or_else(|| format!("run {} reports none of the counters {}", c.label(), keys.join(", ")))?;
+            v.push(x);
+        }
+        Ok(mean(&v))
+    }
+}
+
+/// The machine's nominal (base) and minimum frequency in MHz.
+pub fn machine_freqs(name: &str) -> Result<(u32, u32), String> {
+    let m = Machine::load(name).map_err(|e| e.to_string())?;
+    Ok((m.spec.freq_min_mhz, m.spec.freq_base_mhz))
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub quick: bool,
+    pub only: Option<Vec<u32>>,
+    pub out: PathBuf,
+    /// Runs at a time; 0 = all CPUs.
+    pub jobs: usize,
+}
+
+/// The claims selected by `only` among those this build can run; the ids
+/// of those left out because a policy is missing, with the reason.
+pub fn select(claims: Vec<Claim>, only: Option<&[u32]>) -> Result<(Vec<Claim>, Vec<(u32, String)>), String> {
+    let ids: Vec<u32> = claims.iter().map(|c| c.id).collect();
+    if let Some(only) = only {
+        if only.is_empty() {
+            return Err("--only needs at least one claim id".into());
+        }
+        for id in only {
+            if !ids.contains(id) {
+                return Err(format!(
+                    "unknown claim id {id} in --only; valid: {}",
+                    ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    let mut keep = Vec::new();
+    let mut skipped = Vec::new();
+    for c in claims {
+        if let Some(only) = only {
+            if !only.contains(&c.id) {
+                continue;
+            }
+        }
+        match c.missing_policy() {
+            Some((p, why)) => {
+                if only.is_some() {
+                    return Err(format!("claim {} needs policy '{p}', which this build does not have ({why})", c.id));
+                }
+                skipped.push((c.id, format!("needs policy '{p}', not in this build")));
+            }
+            None => keep.push(c),
+        }
+    }
+    Ok((keep, skipped))
+}
+
+/// The distinct runs of the claims, a run traced if any claim asks for it.
+pub fn plan_runs(claims: &[Claim]) -> Vec<(RunSpec, Vec<u32>)> {
+    let mut map: BTreeMap<(Cell, u64), (bool, BTreeSet<u32>)> = BTreeMap::new();
+    for c in claims {
+        for r in &c.runs {
+            let e = map.entry((r.cell.clone(), r.seed)).or_default();
+            e.0 |= r.trace;
+            e.1.insert(c.id);
+        }
+    }
+    map.into_iter()
+        .map(|((cell, seed), (trace, ids))| (RunSpec { cell, seed, trace }, ids.into_iter().collect()))
+        .collect()
+}
+
+fn file_part(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+}
+
+/// The trace file of a run, relative to the output directory.
+pub fn trace_name(i: usize, s: &RunSpec) -> String {
+    format!(
+        "traces/{:03}-{}-{}-{}-{}-s{}.wct",
+        i,
+        file_part(&s.cell.machine),
+        file_part(&s.cell.workload),
+        file_part(&s.cell.policy),
+        file_part(&s.cell.governor),
+        s.seed
+    )
+}
+
+/// A cap on each run's simulated time, so that no run hangs the command:
+/// two simulated minutes (the longest quick run needs a few seconds).
+pub const MAX_SIM_NS: u64 = 120_000_000_000;
+
+/// Run every spec, `jobs` at a time, printing one line per finished run to
+/// stderr. Results come back in the order of `specs`.
+pub fn run_all(specs: &[RunSpec], out: &Path, jobs: usize) -> Vec<Done> {
+    let n = specs.len();
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Done>>> = Mutex::new(vec![None; n]);
+    let jobs = if jobs == 0 { std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1) } else { jobs };
+    std::thread::scope(|sc| {
+        for _ in 0..jobs.min(n.max(1)) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
+                let s = &specs[i];
+                let t0 = Instant::now();
+                let mut cfg = RunConfig::new(&s.cell.machine, &s.cell.workload, &s.cell.policy, &s.cell.governor, s.seed);
+                cfg.limits = Limits { max_sim_ns: MAX_SIM_NS, ..Limits::default() };
+                let trace = s.trace.then(|| trace_name(i, s));
+                cfg.trace = trace.as_ref().map(|t| out.join(t));
+                let report = warmcore_sim::run(&cfg).map_err(|e| e.to_string());
+                let k = finished.fetch_add(1, Ordering::SeqCst) + 1;
+                let status = match &report {
+                    Ok(r) if r.partial.is_some() => " (stopped early)".to_string(),
+                    Ok(_) => String::new(),
+                    Err(e) => format!(" FAILED: {e}"),
+                };
+                eprintln!(
+                    "[{k}/{n}] {} {} {} {} seed {} {:.1} s{status}",
+                    s.cell.machine,
+                    s.cell.workload,
+                    s.cell.policy,
+                    s.cell.governor,
+                    s.seed,
+                    t0.elapsed().as_secs_f64()
+                );
+                let trace = if report.is_ok() { trace } else { None };
+                slots.lock().unwrap()[i] = Some(Done { spec: s.clone(), report, trace });
+            });
+        }
+    });
+    slots.into_inner().unwrap().into_iter().map(|d| d.expect("every run finishes")).collect()
+}
+
+/// One entry of claims.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimResult {
+    pub id: u32,
+    pub source: String,
+    pub claim: String,
+    pub paper_value: String,
+    pub sim_value: String,
+    pub reproduced: bool,
+    pub note: String,
+}
+
+#[derive(Serialize)]
+struct RunEntry<'a> {
+    index: usize,
+    machine: &'a str,
+    workload: &'a str,
+    policy: &'a str,
+    governor: &'a str,
+    seed: u64,
+    claims: &'a [u32],
+    trace: Option<&'a str>,
+    error: Option<&'a str>,
+    report: Option<&'a RunReport>,
+}
+
+/// Everything a finished reproduction writes.
+pub struct Written {
+    pub claims: Vec<ClaimResult>,
+    pub failed_runs: usize,
+}
+
+/// Check that `dir` can be written (create it, write and remove a file).
+pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir.join("traces"))
+        .map_err(|e| format!("cannot create output directory {}: {e}: choose a writable --out", dir.display()))?;
+    let probe = dir.join(".warmcore-write-test");
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write in {}: {e}: choose a writable --out", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+fn write_file(path: &Path, s: &str) -> Result<(), String> {
+    std::fs::write(path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Run the selected claims and write runs.json, claims.json, figures.json
+/// and report.md into `opts.out` (figures are drawn afterwards by Python).
+pub fn reproduce(opts: &Options) -> Result<Written, String> {
+    let setup = Setup::new(opts.quick);
+    let (claims, skipped) = select(all_claims(&setup), opts.only.as_deref())?;
+    prepare_dir(&opts.out)?;
+    let plan = plan_runs(&claims);
+    let specs: Vec<RunSpec> = plan.iter().map(|p| p.0.clone()).collect();
+    let t0 = Instant::now();
+    let done = run_all(&specs, &opts.out, opts.jobs);
+    let wall = t0.elapsed().as_secs_f64();
+    let results = Results::new(done);
+    let failed_runs = results.done.iter().filter(|d| d.report.is_err()).count();
+
+    let entries: Vec<RunEntry> = results
+        .done
+        .iter()
+        .zip(&plan)
+        .enumerate()
+        .map(|(i, (d, (_, ids)))| RunEntry {
+            index: i,
+            machine: &d.spec.cell.machine,
+            workload: &d.spec.cell.workload,
+            policy: &d.spec.cell.policy,
+            governor: &d.spec.cell.governor,
+            seed: d.spec.seed,
+            claims: ids,
+            trace: d.trace.as_deref(),
+            error: d.report.as_ref().err().map(|s| s.as_str()),
+            report: d.report.as_ref().ok(),
+        })
+        .collect();
+    write_file(&opts.out.join("runs.json"), &json(&entries))?;
+
+    let claim_results: Vec<ClaimResult> = claims
+        .iter()
+        .map(|c| {
+            let o = c.evaluate(&results, &setup);
+            ClaimResult {
+                id: c.id,
+                source: c.source.into(),
+                claim: c.claim.into(),
+                paper_value: c.paper_value.into(),
+                sim_value: o.sim_value,
+                reproduced: o.reproduced,
+                note: o.note,
+            }
+        })
+        .collect();
+    write_file(&opts.out.join("claims.json"), &json(&claim_results))?;
+    let figures = figure_plan(&results);
+    write_file(&opts.out.join("figures.json"), &json(&figures))?;
+    let md = report_md(opts, &claims, &claim_results, &skipped, &results, &figures, wall);
+    write_file(&opts.out.join("report.md"), &md)?;
+    Ok(Written { claims: claim_results, failed_runs })
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// A figure for python/warmcore/figures.py to draw.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    /// "freq" (per-core frequency over time), "underload" (per 4 ms
+    /// interval), "speedup" (bars relative to CFS).
+    pub kind: &'static str,
+    pub file: String,
+    pub title: String,
+    /// freq and underload: one series per traced run.
+    pub series: Vec<Series>,
+    /// speedup: groups of bars.
+    pub groups: Vec<BarGroup>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    pub label: String,
+    pub trace: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BarGroup {
+    pub label: String,
+    /// Indices into runs.json of the baseline's runs.
+    pub baseline: Vec<usize>,
+    pub bars: Vec<Bar>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Bar {
+    pub label: String,
+    pub runs: Vec<usize>,
+}
+
+fn traced<'a>(r: &'a Results, pick: impl Fn(&Cell) -> bool) -> Vec<(&'a Cell, &'a str)> {
+    r.done
+        .iter()
+        .filter(|d| pick(&d.spec.cell))
+        .filter_map(|d| d.trace.as_deref().map(|t| (&d.spec.cell, t)))
+        .collect()
+}
+
+/// Which figures the runs allow: Fewer Cores Figures 1 and 7 (frequency of
+/// each core over time for the fork/wait chain, CFS and S_move), Nest
+/// Figure 3 (underload, CFS and Nest), Nest Figure 5 (speedups).
+pub fn figure_plan(r: &Results) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    let freq = traced(r, |c| claims::is_freq_figure(c));
+    if !freq.is_empty() {
+        let c = freq[0].0;
+        figs.push(Figure {
+            kind: "freq",
+            file: "fig-freq.png".into(),
+            title: format!("Frequency of each core over time: {} on {} ({})", c.workload, c.machine, c.governor),
+            series: freq.iter().map(|(c, t)| Series { label: c.policy.clone(), trace: t.to_string() }).collect(),
+            groups: vec![],
+        });
+    }
+    let under = traced(r, |c| claims::is_underload_figure(c));
+    if !under.is_empty() {
+        let c = under[0].0;
+        figs.push(Figure {
+            kind: "underload",
+            file: "fig-underload.png".into(),
+            title: format!("Underload per 4 ms interval: {} on {} ({})", c.workload, c.machine, c.governor),
+            series: under.iter().map(|(c, t)| Series { label: c.policy.clone(), trace: t.to_string() }).collect(),
+            groups: vec![],
+        });
+    }
+    // Speedup bars: every (machine, workload, governor) with a cfs baseline
+    // and other policies, except the timer-count experiment.
+    let mut groups: BTreeMap<(String, String, String), BTreeMap<String, Vec<usize>>> = BTreeMap::new();
+    for (i, d) in r.done.iter().enumerate() {
+        if d.report.as_ref().map_or(true, |x| x.partial.is_some()) || d.spec.cell.policy.contains("timers_only") {
+            continue;
+        }
+        let c = &d.spec.cell;
+        groups
+            .entry((c.machine.clone(), c.workload.clone(), c.governor.clone()))
+            .or_default()
+            .entry(c.policy.clone())
+            .or_default()
+            .push(i);
+    }
+    let bar_groups: Vec<BarGroup> = groups
+        .into_iter()
+        .filter(|(_, p)| p.contains_key("cfs") && p.len() > 1)
+        .map(|((m, w, g), mut p)| {
+            let baseline = p.remove("cfs").unwrap_or_default();
+            BarGroup {
+                label: format!("{}\n{}\n{}", claims::short_machine(&m), claims::short_workload(&w), g),
+                baseline,
+                bars: p.into_iter().map(|(label, runs)| Bar { label, runs }).collect(),
+            }
+        })
+        .collect();
+    if !bar_groups.is_empty() {
+        figs.push(Figure {
+            kind: "speedup",
+            file: "fig-speedup.png".into(),
+            title: "Improvement relative to CFS with the same governor (higher is better)".into(),
+            series: vec![],
+            groups: bar_groups,
+        });
+    }
+    figs
+}
+
+fn fmt_opt(x: Option<f64>, prec: usize) -> String {
+    match x {
+        Some(v) => format!("{v:.prec$}"),
+        None => "-".into(),
+    }
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report_md(
+    opts: &Options,
+    claims: &[Claim],
+    res: &[ClaimResult],
+    skipped: &[(u32, String)],
+    results: &Results,
+    figures: &[Figure],
+    wall: f64,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# warmcore reproduce{}\n", if opts.quick { " --quick" } else { "" });
+    let _ = writeln!(
+        s,
+        "The papers' claims, re-run in warmcore's simulator on the modelled machines. {} runs in {:.1} s of wall time. \
+         A claim counts as reproduced when the simulated effect has the paper's direction beyond the papers' own \
+         +-5 % \"on par\" band (or the bound stated in its note); magnitudes are compared in the table, not tuned.\n",
+        results.done.len(),
+        wall
+    );
+    let _ = writeln!(s, "| id | claim | paper | simulator | reproduced |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for r in res {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            r.id,
+            md_cell(&r.claim),
+            md_cell(&r.paper_value),
+            md_cell(&r.sim_value),
+            if r.reproduced { "yes" } else { "**no**" }
+        );
+    }
+    for (id, why) in skipped {
+        let _ = writeln!(s, "\nClaim {id} was not run: it {why}.");
+    }
+    if !figures.is_empty() {
+        let _ = writeln!(s, "\n## Figures\n");
+        for f in figures {
+            let _ = writeln!(s, "- [{}]({}): {}", f.file, f.file, f.title);
+        }
+    }
+    for (c, r) in claims.iter().zip(res) {
+        let _ = writeln!(s, "\n## Claim {}: {}\n", c.id, c.claim);
+        let _ = writeln!(s, "Source: {}. Paper: {}.\n", c.source, c.paper_value);
+        let _ = writeln!(
+            s,
+            "Simulator: {}. Reproduced: {}.\n\n{}\n",
+            r.sim_value,
+            if r.reproduced { "yes" } else { "no" },
+            r.note
+        );
+        let cells: BTreeSet<&Cell> = c.runs.iter().map(|r| &r.cell).collect();
+        let _ = writeln!(
+            s,
+            "| machine | workload | policy | governor | runs | metric (mean) | time s | energy J | underload/s | busy below base | inversions |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+        for cell in cells {
+            let n = results.done.iter().filter(|d| &d.spec.cell == cell).count();
+            let ok = results.reports(cell).is_ok();
+            let metric = results.reports(cell).ok().map(|r| r[0].metric.name.clone()).unwrap_or_default();
+            let below = machine_freqs(&cell.machine).ok().and_then(|(_, base)| results.fraction_below(cell, base).ok());
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {}{} | {} {} | {} | {} | {} | {} | {} |",
+                cell.machine,
+                md_cell(&cell.workload),
+                md_cell(&cell.policy),
+                cell.governor,
+                n,
+                if ok { "" } else { " (failed)" },
+                fmt_opt(results.metric(cell).ok(), 3),
+                metric,
+                fmt_opt(results.seconds(cell).ok(), 4),
+                fmt_opt(results.energy(cell).ok(), 2),
+                fmt_opt(results.underload(cell).ok(), 1),
+                below.map(|b| format!("{:.0} %", b * 100.0)).unwrap_or_else(|| "-".into()),
+                fmt_opt(results.inversions(cell).ok(), 0),
+            );
+        }
+        let figs: Vec<&Figure> = figures
+            .iter()
+            .filter(|f| {
+                f.series.iter().any(|x| c.runs.iter().any(|r| r.trace && x.trace.contains(&file_part(&r.cell.workload))))
+                    || (f.kind == "speedup" && c.runs.iter().any(|r| r.cell.policy != "cfs"))
+            })
+            .collect();
+        if !figs.is_empty() {
+            let _ = writeln!(s);
+            for f in figs {
+                let _ = writeln!(s, "![{}]({})", f.title, f.file);
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

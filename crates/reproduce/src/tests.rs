@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The checks on small constructed reports: one that must pass and one that
+//! must fail for each claim tested, and the run planning.
+
+use serde_json::json;
+use warmcore_sim::run::WorkloadMetric;
+
+use super::claims::*;
+use super::*;
+
+/// A report with the given metric (lower is better) and frequency bands
+/// ((lo, hi, fraction) in MHz).
+fn report(c: &Cell, seed: u64, metric: f64, bands: &[(u32, u32, f64)]) -> RunReport {
+    RunReport {
+        machine: c.machine.clone(),
+        workload: c.workload.clone(),
+        policy: c.policy.clone(),
+        governor: c.governor.clone(),
+        seed,
+        makespan_ns: metric as u64,
+        energy_j: 1.0,
+        energy_per_socket_j: vec![1.0],
+        underload_per_s: Some(10.0),
+        overload_per_s: Some(0.0),
+        freq_residency: Some(json!(bands
+            .iter()
+            .map(|(lo, hi, f)| json!({"lo_mhz": lo, "hi_mhz": hi, "fraction": f}))
+            .collect::<Vec<_>>())),
+        migrations: 0,
+        wakeup_latency_ns: None,
+        inversions: Some(json!({"count": 3, "ns": 1000})),
+        work_conservation_violation_ns: 0,
+        sim_events: 0,
+        wall_ns: 0,
+        partial: None,
+        metric: WorkloadMetric { name: "completion_time_ns".into(), better: "lower", value: metric, percentiles: None },
+        workload_params: vec![],
+        policy_stats: json!({"armed": 5, "high_freq": 2, "timers_triggered": 7}),
+    }
+}
+
+fn done(c: &Cell, metric: f64, bands: &[(u32, u32, f64)]) -> Done {
+    Done {
+        spec: RunSpec { cell: c.clone(), seed: 1, trace: false },
+        report: Ok(report(c, 1, metric, bands)),
+        trace: None,
+    }
+}
+
+fn claim(id: u32, s: &Setup) -> Claim {
+    all_claims(s).into_iter().find(|c| c.id == id).unwrap()
+}
+
+const SLOW: &[(u32, u32, f64)] = &[(1200, 1300, 0.7), (2900, 3000, 0.3)];
+const FAST: &[(u32, u32, f64)] = &[(1200, 1300, 0.2), (2900, 3000, 0.8)];
+
+#[test]
+fn claim1_passes_when_chains_run_below_nominal() {
+    let s = Setup::new(true);
+    let r = Results::new(vec![
+        done(&Cell::new(E7, &s.kbuild_seq, "cfs", "powersave"), 1e9, SLOW),
+        done(&Cell::new(E7, &s.configure, "cfs", "powersave"), 1e9, SLOW),
+    ]);
+    let o = claim(1, &s).evaluate(&r, &s);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("70 % of busy time below 2100 MHz"), "{}", o.sim_value);
+}
+
+#[test]
+fn claim1_fails_when_one_chain_runs_fast() {
+    let s = Setup::new(true);
+    let r = Results::new(vec![
+        done(&Cell::new(E7, &s.kbuild_seq, "cfs", "powersave"), 1e9, SLOW),
+        done(&Cell::new(E7, &s.configure, "cfs", "powersave"), 1e9, FAST),
+    ]);
+    let o = claim(1, &s).evaluate(&r, &s);
+    assert!(!o.reproduced, "{o:?}");
+    assert!(o.note.contains("not met"), "{}", o.note);
+}
+
+fn claim2_results(s: &Setup, perl: [f64; 3], kb: [f64; 3]) -> Results {
+    let mut v = Vec::new();
+    for (i, p) in ["cfs", "slocal", "smove"].iter().enumerate() {
+        v.push(done(&Cell::new(E7, &s.perl, p, "powersave"), perl[i], FAST));
+        v.push(done(&Cell::new(E7, &s.kbuild_seq, p, "powersave"), kb[i], FAST));
+    }
+    v.push(done(&Cell::new(E7, KBUILD_FULL, "cfs", "powersave"), 2e9, FAST));
+    v.push(done(&Cell::new(E7, KBUILD_FULL, "smove", "powersave"), 1.9e9, FAST));
+    Results::new(v)
+}
+
+#[test]
+fn claim2_passes_on_faster_strategies() {
+    let s = Setup::new(true);
+    let r = claim2_results(&s, [1e9, 0.5e9, 0.6e9], [4.4e9, 3.0e9, 2.9e9]);
+    let o = claim(2, &s).evaluate(&r, &s);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("S_local +50.0 %"), "{}", o.sim_value);
+    assert!(o.sim_value.contains("4.400 s (CFS) -> 2.900 s (S_move, -34.1 %)"), "{}", o.sim_value);
+}
+
+#[test]
+fn claim2_fails_when_the_sequential_phase_is_on_par() {
+    let s = Setup::new(true);
+    // perl improves, but S_move gains only 2 % on the sequential phase.
+    let r = claim2_results(&s, [1e9, 0.5e9, 0.6e9], [1e9, 0.9e9, 0.98e9]);
+    let o = claim(2, &s).evaluate(&r, &s);
+    assert!(!o.reproduced, "{o:?}");
+}
+
+#[test]
+fn a_missing_run_is_not_reproduced_and_says_which() {
+    let s = Setup::new(true);
+    let mut r = claim2_results(&s, [1e9, 0.5e9, 0.6e9], [4.4e9, 3.0e9, 2.9e9]);
+    r.done.retain(|d| d.spec.cell.policy != "smove" || !d.spec.cell.workload.starts_with("kbuild"));
+    let o = claim(2, &s).evaluate(&r, &s);
+    assert!(!o.reproduced);
+    assert!(o.note.starts_with("no run of xeon-e7-8870v4 kbuild"), "{}", o.note);
+    // A failed run is named too.
+    let mut r = claim2_results(&s, [1e9, 0.5e9, 0.6e9], [4.4e9, 3.0e9, 2.9e9]);
+    r.done[0].report = Err("deadlock".into());
+    let o = claim(2, &s).evaluate(&r, &s);
+    assert!(!o.reproduced && o.note.contains("failed: deadlock"), "{}", o.note);
+}
+
+fn claim3_results(s: &Setup, local: [f64; 3], mv: [f64; 3]) -> Results {
+    let mut v = Vec::new();
+    for (i, w) in [&s.mkl, &s.nas, &s.hackbench_fcmh].iter().enumerate() {
+        v.push(done(&Cell::new(E7, w, "cfs", "powersave"), 1e9, FAST));
+        v.push(done(&Cell::new(E7, w, "slocal", "powersave"), local[i], FAST));
+        v.push(done(&Cell::new(E7, w, "smove", "powersave"), mv[i], FAST));
+    }
+    Results::new(v)
+}
+
+#[test]
+fn claim3_worst_cases() {
+    let s = Setup::new(true);
+    // S_local 80 % and 17 % worse, S_move 8 % worse on hackbench: the paper.
+    let r = claim3_results(&s, [1.8e9, 1.17e9, 0.9e9], [1.0e9, 1.0e9, 1.084e9]);
+    let o = claim(3, &s).evaluate(&r, &s);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("S_move -8.4 % (hackbench)"), "{}", o.sim_value);
+    // S_local on par on NAS: not reproduced.
+    let r = claim3_results(&s, [1.8e9, 1.02e9, 0.9e9], [1.0e9, 1.0e9, 1.084e9]);
+    let o = claim(3, &s).evaluate(&r, &s);
+    assert!(!o.reproduced && o.note.contains("on NAS (no)"), "{}", o.note);
+}
+
+#[test]
+fn claim8_needs_a_rise_and_a_fall() {
+    let s = Setup::new(true);
+    let with = |counts: &[f64]| {
+        let v = s
+            .schbench
+            .iter()
+            .zip(counts)
+            .map(|((_, w), n)| {
+                let c = Cell::new(E7, w, "smove:timers_only=on", "powersave");
+                let mut d = done(&c, 1e9, FAST);
+                if let Ok(rep) = &mut d.report {
+                    rep.policy_stats = json!({"timers_triggered": n});
+                }
+                d
+            })
+            .collect();
+        Results::new(v)
+    };
+    let o = claim(8, &s).evaluate(&with(&[100.0, 5000.0, 300.0]), &s);
+    assert!(o.reproduced, "{o:?}");
+    let o = claim(8, &s).evaluate(&with(&[100.0, 5000.0, 4000.0]), &s);
+    assert!(!o.reproduced, "{o:?}");
+    let o = claim(8, &s).evaluate(&with(&[100.0, 500.0, 5000.0]), &s);
+    assert!(!o.reproduced && o.note.contains("peak at 1024 threads"), "{o:?}");
+}
+
+#[test]
+fn improvement_follows_the_metric_direction() {
+    assert_eq!(improvement_pct(100.0, 80.0, true), 20.0);
+    assert_eq!(improvement_pct(100.0, 80.0, false), -20.0);
+    assert_eq!(improvement_pct(0.0, 80.0, true), 0.0);
+}
+
+#[test]
+fn plan_dedups_runs_and_merges_trace_requests() {
+    let s = Setup::new(true);
+    let claims: Vec<Claim> = all_claims(&s).into_iter().filter(|c| c.id == 1 || c.id == 2).collect();
+    let plan = plan_runs(&claims);
+    // Claim 1: 3 cells; claim 2: 8 cells of which the two cfs kbuild ones
+    // are shared with claim 1.
+    assert_eq!(plan.len(), 9);
+    let kb = plan.iter().find(|(r, _)| r.cell == Cell::new(E7, KBUILD_FULL, "cfs", "powersave")).unwrap();
+    assert!(kb.0.trace);
+    assert_eq!(kb.1, vec![1, 2]);
+    let seq = plan.iter().find(|(r, _)| r.cell == Cell::new(E7, &s.kbuild_seq, "cfs", "powersave")).unwrap();
+    assert!(!seq.0.trace);
+    assert_eq!(seq.1, vec![1, 2]);
+    let perl = plan.iter().find(|(r, _)| r.cell.workload == s.perl && r.cell.policy == "cfs").unwrap();
+    assert!(!perl.0.trace);
+}
+
+#[test]
+fn select_refuses_unknown_ids_in_one_line() {
+    let s = Setup::new(true);
+    let e = select(all_claims(&s), Some(&[1, 42])).err().unwrap();
+    assert!(e.starts_with("unknown claim id 42 in --only; valid: 1, 2, 3"), "{e}");
+    assert!(!e.contains('\n'));
+    let (keep, _) = select(all_claims(&s), Some(&[1])).unwrap();
+    assert_eq!(keep.len(), 1);
+}
+
+#[test]
+fn every_claim_has_a_source_in_the_seeds_and_runs() {
+    for quick in [true, false] {
+        let s = Setup::new(quick);
+        let claims = all_claims(&s);
+        assert_eq!(claims.iter().map(|c| c.id).collect::<Vec<_>>(), (1..=8).collect::<Vec<_>>());
+        for c in &claims {
+            assert!(c.source.starts_with("shared/seeds/00"), "{}", c.source);
+            assert!(!c.runs.is_empty());
+            assert!(c.runs.iter().all(|r| s.seeds.contains(&r.seed)));
+        }
+    }
+}
+
+#[test]
+fn unwritable_dir_is_one_line() {
+    let e = prepare_dir(Path::new("/proc/warmcore-cannot-write-here")).err().unwrap();
+    assert!(e.contains("choose a writable --out") && !e.contains('\n'), "{e}");
+}

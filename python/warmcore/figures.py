@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The figures of ``warmcore reproduce``, drawn with matplotlib.
+
+``python -m warmcore.figures DIR`` reads DIR/figures.json (which figures, from
+which runs), DIR/runs.json (every run's report) and the traces in
+DIR/traces/, and writes the PNG files figures.json names:
+
+- ``freq``: the frequency of each core over time, one panel per policy, as in
+  Fewer Cores, More Hertz (shared/seeds/000), Figures 1 and 7: a mark at each
+  tick (ticks stop on idle cores, so a blank means idle);
+- ``underload``: the underload of each 4 ms interval, as in Nest
+  (shared/seeds/001), Figure 3 (section 5.2 defines it);
+- ``speedup``: the improvement of each policy over CFS, per machine and
+  workload, as in Nest Figure 5, with +-5 % lines.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+import warmcore  # noqa: E402
+
+INTERVAL_NS = 4_000_000  # one tick at 250 Hz (shared/seeds/001, section 5.2)
+RUNNABLE = 0  # prev_state of a preempted task (crates/trace/src/event.rs)
+
+
+def _cols(batch, *names):
+    return [batch.column(n).to_numpy(zero_copy_only=False) for n in names]
+
+
+def freq_samples(trace):
+    """(time s, cpu, GHz) of every TICK with a known frequency."""
+    b = trace.read(events=["TICK"], order="cpu")
+    ts, cpu, a = _cols(b, "ts", "cpu", "a")
+    keep = a > 0
+    t0 = trace.start_ns
+    return (ts[keep] - t0) / 1e9, cpu[keep], a[keep] / 1e6
+
+
+def underload_series(trace, interval_ns=INTERVAL_NS):
+    """Per interval from the first event: CPUs that ran a task at any point
+    in it minus the most tasks runnable at once in it, when positive."""
+    names = ["CTX_SWITCH", "WAKEUP", "WAKEUP_NEW", "EXIT"]
+    ids = {n: trace.event_id(n) for n in names}
+    b = trace.read(events=[i for i in ids.values() if i is not None], order="time")
+    ts, cpu, pid, eid, a, bb = (c.tolist() for c in _cols(b, "ts", "cpu", "pid", "id", "a", "b"))
+    t0 = trace.start_ns
+    cur = {}
+    runnable = set()
+    out = []
+    k = 0
+    used = set()
+    peak = 0
+    sw, wk, wn, ex = ids["CTX_SWITCH"], ids["WAKEUP"], ids["WAKEUP_NEW"], ids["EXIT"]
+    for t, c, p, i, x, y in zip(ts, cpu, pid, eid, a, bb):
+        kk = (t - t0) // interval_ns
+        while k < kk:
+            out.append(max(0, len(used) - peak))
+            k += 1
+            used = {cc for cc, n in cur.items() if n}
+            peak = len(runnable)
+        if i == sw:
+            if p and y != RUNNABLE:
+                runnable.discard(p)
+            cur[c] = x
+            if x:
+                runnable.add(x)
+                used.add(c)
+        elif i == wk or i == wn:
+            runnable.add(p)
+        elif i == ex:
+            runnable.discard(p)
+        peak = max(peak, len(runnable))
+    out.append(max(0, len(used) - peak))
+    return np.arange(len(out)) * interval_ns / 1e9, np.array(out)
+
+
+def draw_freq(fig_spec, out_dir):
+    series = fig_spec["series"]
+    traces = [warmcore.open(out_dir / s["trace"]) for s in series]
+    m = traces[0].machine
+    lo, hi = m.get("freq_min_khz", 0) / 1e6, m.get("freq_max_khz", 0) / 1e6
+    ncpu = traces[0].nr_cpus
+    fig, axes = plt.subplots(len(series), 1, figsize=(10, 2.2 + 2.2 * len(series)), squeeze=False, sharex=True)
+    sc = None
+    for ax, s, t in zip(axes[:, 0], series, traces):
+        x, cpu, ghz = freq_samples(t)
+        sc = ax.scatter(x, cpu, c=ghz, s=1.5, marker="s", cmap="plasma", vmin=lo or None, vmax=hi or None,
+                        linewidths=0)
+        ax.set_ylim(-1, ncpu)
+        ax.set_ylabel("core")
+        ax.set_title(s["label"], fontsize=10, loc="left")
+    axes[-1, 0].set_xlabel("time (s)")
+    if sc is not None:
+        fig.colorbar(sc, ax=axes[:, 0].tolist(), label="frequency (GHz)")
+    fig.suptitle(fig_spec["title"], fontsize=11)
+    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    plt.close(fig)
+
+
+def draw_underload(fig_spec, out_dir):
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    for s in fig_spec["series"]:
+        x, u = underload_series(warmcore.open(out_dir / s["trace"]))
+        ax.step(x, u, where="post", label=f"{s['label']} (mean {u.mean():.2f} per interval)", linewidth=0.9)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("underload (cores)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(fig_spec["title"], fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    plt.close(fig)
+
+
+def improvement(base, x, lower_is_better):
+    """Percent, higher is better (as `warmcore compare`)."""
+    if base == 0:
+        return 0.0
+    return (base - x) / base * 100 if lower_is_better else (x - base) / base * 100
+
+
+def draw_speedup(fig_spec, runs, out_dir):
+    groups = fig_spec["groups"]
+    labels = sorted({b["label"] for g in groups for b in g["bars"]})
+    width = 0.8 / max(1, len(labels))
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups) + 2), 4.5))
+    for j, lab in enumerate(labels):
+        xs, ys, es = [], [], []
+        for gi, g in enumerate(groups):
+            bar = next((b for b in g["bars"] if b["label"] == lab), None)
+            if bar is None or not g["baseline"]:
+                continue
+            rep = [runs[i]["report"] for i in g["baseline"]]
+            lower = rep[0]["metric"]["better"] == "lower"
+            base = float(np.mean([r["metric"]["value"] for r in rep]))
+            vals = [improvement(base, runs[i]["report"]["metric"]["value"], lower) for i in bar["runs"]]
+            xs.append(gi + (j - (len(labels) - 1) / 2) * width)
+            ys.append(float(np.mean(vals)))
+            es.append(float(np.std(vals)))
+        ax.bar(xs, ys, width, yerr=es, label=lab, capsize=2)
+    for y in (5, -5):
+        ax.axhline(y, color="grey", linestyle=":", linewidth=0.8)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g["label"] for g in groups], fontsize=7)
+    ax.set_ylabel("improvement over CFS (%)")
+    ax.legend(fontsize=7, ncol=min(4, len(labels)))
+    ax.set_title(fig_spec["title"], fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    plt.close(fig)
+
+
+def draw_all(out_dir) -> list:
+    out_dir = pathlib.Path(out_dir)
+    plan = json.loads((out_dir / "figures.json").read_text())
+    runs = json.loads((out_dir / "runs.json").read_text())
+    written = []
+    for f in plan:
+        if f["kind"] == "freq":
+            draw_freq(f, out_dir)
+        elif f["kind"] == "underload":
+            draw_underload(f, out_dir)
+        elif f["kind"] == "speedup":
+            draw_speedup(f, runs, out_dir)
+        else:
+            raise ValueError(f"{out_dir / 'figures.json'}: unknown figure kind {f['kind']!r}")
+        written.append(out_dir / f["file"])
+    return written
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m warmcore.figures DIR (the output directory of warmcore reproduce)", file=sys.stderr)
+        return 2
+    try:
+        for p in draw_all(argv[0]):
+            print(f"wrote {p}")
+    except (OSError, ValueError, KeyError, warmcore.TraceError) as e:
+        print(f"warmcore.figures: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
