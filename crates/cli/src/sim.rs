@@ -82,6 +82,18 @@ fn limits(max_time: Option<f64>, max_events: Option<u64>) -> Result<Limits> {
     Ok(l)
 }
 
+/// The unit a metric reads best in, from its name's suffix, and the divisor
+/// to get there: times in ns are shown in ms (the JSON keeps raw values).
+fn display_unit(metric: &str) -> (&'static str, f64) {
+    if metric.ends_with("_ns") {
+        ("ms", 1e6)
+    } else if metric.ends_with("_us") {
+        ("us", 1.0)
+    } else {
+        ("", 1.0)
+    }
+}
+
 fn ms(ns: f64) -> String {
     format!("{:.3} ms", ns / 1e6)
 }
@@ -200,12 +212,19 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&c)?);
         return Ok(());
     }
+    let (unit, scale) = display_unit(&c.metric);
     println!("{} on {} ({}), {} run(s) each; metric {}", c.workload, c.machine, c.governor, c.runs, c.metric);
-    println!("{:<24} {:>16} {:>12} {:>10} {:>12} {:>10}", "policy", "mean", "std", "improv.%", "energy J", "energy %");
+    let (mean, std) = (format!("mean {unit}"), format!("std {unit}"));
+    println!("{:<24} {:>16} {:>12} {:>10} {:>12} {:>10}", "policy", mean.trim(), std.trim(), "improv.%", "energy J", "energy %");
     for r in &c.results {
         println!(
             "{:<24} {:>16.3} {:>12.3} {:>10.2} {:>12.3} {:>10.2}",
-            r.policy, r.mean, r.std, r.improvement_pct, r.energy_j, r.energy_improvement_pct
+            r.policy,
+            r.mean / scale,
+            r.std / scale,
+            r.improvement_pct,
+            r.energy_j,
+            r.energy_improvement_pct
         );
     }
     Ok(())

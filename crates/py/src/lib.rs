@@ -19,6 +19,7 @@ use warmcore_trace::meta::{CpuTopo, Header, Machine, Provenance};
 use warmcore_trace::{Event, Trace, Window, Writer, WriterOptions};
 
 create_exception!(_native, TraceError, PyException, "A trace that cannot be read or written: the reader's one-line message.");
+create_exception!(_native, SimError, PyException, "A simulation that cannot run: bad input (named) or a deadlock.");
 
 fn trace_err(e: warmcore_trace::TraceError) -> PyErr {
     TraceError::new_err(e.to_string())
@@ -357,6 +358,37 @@ impl PyWriter {
 }
 
 /// The built-in event ids, by name.
+/// One simulator run, as `warmcore sim --json`: the same names, defaults and
+/// report (a dict). The run releases the GIL, so threads can run several.
+#[pyfunction]
+#[pyo3(signature = (workload, machine="default", policy="cfs", governor="powersave", seed=1, trace=None, max_time=None, max_events=None))]
+#[allow(clippy::too_many_arguments)]
+fn sim<'py>(
+    py: Python<'py>,
+    workload: &str,
+    machine: &str,
+    policy: &str,
+    governor: &str,
+    seed: u64,
+    trace: Option<std::path::PathBuf>,
+    max_time: Option<f64>,
+    max_events: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut cfg = warmcore_sim::RunConfig::new(machine, workload, policy, governor, seed);
+    cfg.trace = trace;
+    if let Some(t) = max_time {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(PyValueError::new_err(format!("max_time must be a positive number of seconds, not {t}")));
+        }
+        cfg.limits.max_sim_ns = (t * 1e9) as u64;
+    }
+    if let Some(e) = max_events {
+        cfg.limits.max_events = e;
+    }
+    let report = py.detach(|| warmcore_sim::run(&cfg)).map_err(|e| SimError::new_err(e.to_string()))?;
+    json_to_py(py, &report)
+}
+
 fn builtin_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (id, name) in warmcore_trace::event::BUILTIN {
@@ -371,6 +403,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PyWriter>()?;
     m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("SimError", py.get_type::<SimError>())?;
+    m.add_function(wrap_pyfunction!(sim, m)?)?;
     m.add("EVENT_IDS", builtin_ids(py)?)?;
     let _ = PyList::empty(py);
     Ok(())
