@@ -306,7 +306,8 @@ impl PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, cpus, freq_min_khz=0, freq_base_khz=0, freq_max_khz=0, name="python", zstd_level=None))]
+    #[pyo3(signature = (path, cpus, freq_min_khz=0, freq_base_khz=0, freq_max_khz=0, name="python", zstd_level=None, events=None, cores=None, chunk_events=None, description="written from Python"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: std::path::PathBuf,
         cpus: u32,
@@ -315,21 +316,39 @@ impl PyWriter {
         freq_max_khz: u32,
         name: &str,
         zstd_level: Option<i32>,
+        events: Option<Vec<(u32, String)>>,
+        cores: Option<Vec<u32>>,
+        chunk_events: Option<usize>,
+        description: &str,
     ) -> PyResult<Self> {
+        if let Some(c) = &cores {
+            if c.len() != cpus as usize {
+                return Err(PyValueError::new_err(format!("cores: expected one core number per CPU ({cpus}), got {}", c.len())));
+            }
+        }
+        if chunk_events == Some(0) {
+            return Err(PyValueError::new_err("chunk_events must be at least 1"));
+        }
         let machine = Machine {
             name: name.to_string(),
-            cpus: (0..cpus).map(|cpu| CpuTopo { cpu, core: cpu, die: 0, socket: 0 }).collect(),
+            cpus: (0..cpus)
+                .map(|cpu| CpuTopo { cpu, core: cores.as_ref().map_or(cpu, |c| c[cpu as usize]), die: 0, socket: 0 })
+                .collect(),
             freq_min_khz,
             freq_base_khz,
             freq_max_khz,
         };
+        // A file's own name table (ids of its choosing) or the built-in one.
+        let events = events.map(|names| warmcore_trace::EventTable { names }).unwrap_or_default();
         let header = Header {
             machine,
-            events: Default::default(),
-            provenance: Provenance::Other { description: "written from Python".into() },
+            events,
+            provenance: Provenance::Other { description: description.into() },
             wall_clock_start: None,
         };
-        let w = Writer::create(&path, &header, WriterOptions { zstd_level, ..Default::default() }).map_err(trace_err)?;
+        let defaults = WriterOptions::default();
+        let opts = WriterOptions { zstd_level, chunk_events: chunk_events.unwrap_or(defaults.chunk_events) };
+        let w = Writer::create(&path, &header, opts).map_err(trace_err)?;
         Ok(PyWriter { inner: Some(w), path: path.display().to_string() })
     }
 
