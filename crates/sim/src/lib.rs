@@ -12,6 +12,8 @@ pub mod program;
 pub mod replay;
 pub mod rtapp;
 pub mod run;
+pub mod slocal;
+pub mod smove;
 pub mod wfile;
 pub mod workloads;
 
