@@ -410,3 +410,39 @@ fn haiku_quantum_is_the_modes_normal_priority_quantum() {
         assert_eq!(pre - start, q, "{policy}");
     }
 }
+
+#[test]
+fn haiku_cache_warmth_is_core_active_time_in_low_latency_and_wall_time_in_power_saving() {
+    // A task runs 1 ms, sleeps 150 ms, runs again. Its core stays idle
+    // meanwhile: in low latency its cache is still warm (the core was not
+    // active for 100 ms); in power saving it is cold (150 ms > 100 ms).
+    let m = Machine::load("default").unwrap();
+    let mk = |sleep_ms: f64| {
+        let mut w = Workload::new("nap");
+        let p = w.add(
+            "napper",
+            vec![
+                Step::Compute(Amount::fixed(2.6e6)),
+                Step::Sleep(Amount::fixed(sleep_ms * 1e6)),
+                Step::Compute(Amount::fixed(2.6e6)),
+                Step::Exit,
+            ],
+        );
+        w.initial.push((p, "napper".into(), None));
+        w
+    };
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-low-latency", mk(150.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (1, 0), "{}", out.policy_stats);
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-power-saving", mk(150.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (0, 1), "{}", out.policy_stats);
+    // In low latency the cache goes cold when the core ran other work for
+    // 100 ms: here a busy task on the SMT sibling of the napper's CPU.
+    let mut w = mk(150.0);
+    w.initial[0].2 = Some(0);
+    let busy = w.add("busy", vec![Step::Compute(Amount::fixed(200.0 * 2.6e6)), Step::Exit]);
+    w.initial.push((busy, "busy".into(), Some(m.siblings(0)[1])));
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-low-latency", w);
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (0, 1), "{}", out.policy_stats);
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-power-saving", mk(50.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (1, 0), "{}", out.policy_stats);
+}
