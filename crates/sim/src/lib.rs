@@ -6,6 +6,7 @@
 pub mod cfs;
 pub mod dvfs;
 pub mod engine;
+pub mod haiku;
 pub mod machine;
 pub mod policy;
 pub mod program;

@@ -281,3 +281,168 @@ fn every_policy_runs_every_workload_to_completion() {
         }
     }
 }
+
+/// Cores on which `pid` was switched in.
+fn cores_of(m: &Machine, evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = ran_on(evs, pid).into_iter().map(|c| m.cpu_core[c as usize]).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Two small periodic tasks: 1 ms of work every 10 ms, 20 times.
+fn two_periodic() -> Workload {
+    let mut w = Workload::new("two-periodic");
+    let body = w.add("period", vec![Step::Compute(Amount::fixed(2.6e6)), Step::Sleep(Amount::fixed(9e6))]);
+    let p = w.add("periodic", vec![Step::Repeat(body, 20), Step::Exit]);
+    w.initial.push((p, "a".into(), None));
+    w.initial.push((p, "b".into(), None));
+    w
+}
+
+#[test]
+fn haiku_power_saving_packs_small_tasks_where_low_latency_spreads_them() {
+    let m = Machine::load("default").unwrap();
+    let (out, evs) = simulate(&m, Governor::Performance, "haiku-low-latency", two_periodic());
+    let (a, b) = (cores_of(&m, &evs, 1), cores_of(&m, &evs, 2));
+    assert_eq!((a.len(), b.len()), (1, 1), "each stays on its core: {a:?} {b:?}");
+    assert_ne!(a, b, "low latency gives each task its own idle core");
+    assert!(stat(&out, "idle_core_choices") >= 2, "{}", out.policy_stats);
+    assert!(stat(&out, "wake_warm") >= 30, "{}", out.policy_stats);
+
+    let (out, evs) = simulate(&m, Governor::Performance, "haiku-power-saving", two_periodic());
+    let (a, b) = (cores_of(&m, &evs, 1), cores_of(&m, &evs, 2));
+    assert_eq!(a, b, "power saving packs both on one core");
+    assert_eq!(a.len(), 1);
+    assert_eq!(out.policy_stats["small_task_core"].as_u64(), Some(a[0] as u64));
+    assert!(stat(&out, "small_task_core_choices") >= 2, "{}", out.policy_stats);
+    // Only that core's CPUs ever ran a task.
+    let used: std::collections::BTreeSet<u32> = evs
+        .iter()
+        .filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0)
+        .map(|(c, _)| m.cpu_core[*c as usize])
+        .collect();
+    assert_eq!(used.len(), 1, "{used:?}");
+}
+
+/// Four CPU-bound tasks all started on CPU 0.
+fn pile_on_cpu0() -> Workload {
+    let mut w = Workload::new("pile");
+    let p = w.add("loop", vec![Step::Compute(Amount::fixed(100.0 * 2.6e6)), Step::Exit]);
+    for i in 0..4 {
+        w.initial.push((p, format!("t{i}"), Some(0)));
+    }
+    w
+}
+
+#[test]
+fn haiku_low_latency_rebalances_an_overloaded_core_at_quantum_ends() {
+    let m = Machine::load("default").unwrap();
+    let (out, evs) = simulate(&m, Governor::Performance, "haiku-low-latency", pile_on_cpu0());
+    // The core's two CPUs take the first two; the others wait in the core's
+    // queue, and quantum ends move tasks to less loaded cores.
+    assert!(stat(&out, "quantum_ends") >= 1, "{}", out.policy_stats);
+    assert!(stat(&out, "rebalance_moves") >= 2, "{}", out.policy_stats);
+    let cores: std::collections::BTreeSet<u32> = (1..=4).flat_map(|pid| cores_of(&m, &evs, pid)).collect();
+    assert!(cores.len() >= 3, "tasks ran on cores {cores:?}");
+    assert!(evs.iter().any(|(_, e)| e.id == ids::MIGRATE && m.cpu_core[e.a() as usize] != m.cpu_core[e.b() as usize]));
+    // On one core (two SMT threads) the work would take about
+    // 400 ms / (2 x 0.62) = 320 ms; spread, little more than one task's
+    // 100 ms.
+    assert!(out.makespan_ns < 200_000_000, "{} ns", out.makespan_ns);
+}
+
+/// Six tasks started on CPU 0, each running 3 ms and sleeping 2 ms, 30
+/// times: a needed load of about 600 each, 1800 per CPU on core 0.
+fn periodic_pile_on_cpu0() -> Workload {
+    let mut w = Workload::new("periodic-pile");
+    let body = w.add("period", vec![Step::Compute(Amount::fixed(3.0 * 2.6e6)), Step::Sleep(Amount::fixed(2e6))]);
+    let p = w.add("periodic", vec![Step::Repeat(body, 30), Step::Exit]);
+    for i in 0..6 {
+        w.initial.push((p, format!("t{i}"), Some(0)));
+    }
+    w
+}
+
+#[test]
+fn haiku_power_saving_moves_load_off_a_core_above_high() {
+    let m = Machine::load("default").unwrap();
+    let (out, evs) = simulate(&m, Governor::Performance, "haiku-power-saving", periodic_pile_on_cpu0());
+    let moved = stat(&out, "wake_warm_moved") + stat(&out, "rebalance_moves");
+    assert!(moved >= 1, "{}", out.policy_stats);
+    let cores: std::collections::BTreeSet<u32> = (1..=6).flat_map(|pid| cores_of(&m, &evs, pid)).collect();
+    assert!(cores.len() >= 2, "tasks ran on cores {cores:?}");
+    // Power saving moves only what makes the loads closer: it still packs,
+    // using fewer cores than low latency does for the same tasks.
+    let (_, ll) = simulate(&m, Governor::Performance, "haiku-low-latency", periodic_pile_on_cpu0());
+    let ll_cores: std::collections::BTreeSet<u32> = (1..=6).flat_map(|pid| cores_of(&m, &ll, pid)).collect();
+    assert!(cores.len() < ll_cores.len(), "power saving {cores:?}, low latency {ll_cores:?}");
+}
+
+#[test]
+fn haiku_quantum_is_the_modes_normal_priority_quantum() {
+    let m = Machine::load("default").unwrap();
+    // Alone on its core a task is never preempted: its quantum is renewed.
+    let mut w = Workload::new("alone");
+    let p = w.add("loop", vec![Step::Compute(Amount::fixed(20.0 * 2.6e6)), Step::Exit]);
+    w.initial.push((p, "t".into(), Some(0)));
+    let (out, evs) = simulate(&m, Governor::Performance, "haiku-low-latency", w);
+    assert_eq!(stat(&out, "quantum_ends"), 0);
+    // About 20 ms of work in quanta of 2 ms (base 1000 us x 2).
+    let r = stat(&out, "quantum_renewals");
+    assert!((8..=11).contains(&r), "{r}");
+    assert_eq!(of(&evs, ids::CTX_SWITCH).iter().filter(|(_, e)| e.a() == 1).count(), 1, "never switched out");
+    // With others waiting in the core's queue, the first preemption comes
+    // one quantum after the start: 2 ms in low latency, 6 ms (2000 us x 3)
+    // in power saving; the bound of the maximum latency (5 ms, 20 ms) over
+    // one waiting thread per CPU does not cut it.
+    for (policy, q) in [("haiku-low-latency", 2_000_000u64), ("haiku-power-saving", 6_000_000)] {
+        let (_, evs) = simulate(&m, Governor::Performance, policy, pile_on_cpu0());
+        let start = evs.iter().find(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0).unwrap().1.ts;
+        let pre = evs
+            .iter()
+            .find(|(_, e)| {
+                e.id == ids::CTX_SWITCH && e.pid != 0 && e.b() == warmcore_trace::event::prev_state::RUNNABLE
+            })
+            .expect("a preemption")
+            .1
+            .ts;
+        assert_eq!(pre - start, q, "{policy}");
+    }
+}
+
+#[test]
+fn haiku_cache_warmth_is_core_active_time_in_low_latency_and_wall_time_in_power_saving() {
+    // A task runs 1 ms, sleeps 150 ms, runs again. Its core stays idle
+    // meanwhile: in low latency its cache is still warm (the core was not
+    // active for 100 ms); in power saving it is cold (150 ms > 100 ms).
+    let m = Machine::load("default").unwrap();
+    let mk = |sleep_ms: f64| {
+        let mut w = Workload::new("nap");
+        let p = w.add(
+            "napper",
+            vec![
+                Step::Compute(Amount::fixed(2.6e6)),
+                Step::Sleep(Amount::fixed(sleep_ms * 1e6)),
+                Step::Compute(Amount::fixed(2.6e6)),
+                Step::Exit,
+            ],
+        );
+        w.initial.push((p, "napper".into(), None));
+        w
+    };
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-low-latency", mk(150.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (1, 0), "{}", out.policy_stats);
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-power-saving", mk(150.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (0, 1), "{}", out.policy_stats);
+    // In low latency the cache goes cold when the core ran other work for
+    // 100 ms: here a busy task on the SMT sibling of the napper's CPU.
+    let mut w = mk(150.0);
+    w.initial[0].2 = Some(0);
+    let busy = w.add("busy", vec![Step::Compute(Amount::fixed(200.0 * 2.6e6)), Step::Exit]);
+    w.initial.push((busy, "busy".into(), Some(m.siblings(0)[1])));
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-low-latency", w);
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (0, 1), "{}", out.policy_stats);
+    let (out, _) = simulate(&m, Governor::Performance, "haiku-power-saving", mk(50.0));
+    assert_eq!((stat(&out, "wake_warm"), stat(&out, "wake_cold")), (1, 0), "{}", out.policy_stats);
+}
