@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The scheduler's tests, inside a VM with sched_ext (one boot, 4 vCPUs): for
 # each policy, load it, run a 30 s mixed stress and the policy's own checks,
-# unload; then check what the guest reported. Run by `make test`.
+# unload; then the tracer on the same kernel; then check what the guest
+# reported. Run by `make test`.
 # Placement checks count the share of forks placed as the policy says. For
 # smove, whose 2 ms timer races with emulated forks and waits, the bounds
 # leave room below the ranges measured over repeated boots (child on the
@@ -59,6 +60,16 @@ run_policy slocal
 # times slower than on hardware.
 run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us 2000
 run_policy nest
+# The tracer on this kernel (the host's may differ): a known workload, then
+# an idle recording stopped by SIGINT.
+warmcore record -o /tmp/rec.wct -- warmcore vm workload forkcpu --n 50 > /dev/null 2> /tmp/rec.err; echo "REC_RC \$?"
+sed "s/^/REC_ERR /" /tmp/rec.err
+warmcore trace info /tmp/rec.wct | sed "s/^/REC_INFO /"
+echo "REC_FORKS \$(warmcore trace dump /tmp/rec.wct --event FORK | wc -l)"
+warmcore trace stats --json /tmp/rec.wct > /dev/null; echo "REC_STATS_RC \$?"
+warmcore record -o /tmp/int.wct 2> /dev/null & R=\$!
+sleep 2; kill -INT \$R; wait \$R; echo "REC_INT_RC \$?"
+warmcore trace info /tmp/int.wct | sed "s/^/REC_INT_INFO /"
 dmesg | grep -i -E "sched_ext|stall|watchdog" | sed "s/^/KMSG /"
 echo DONE
 GUEST_EOF
@@ -133,6 +144,24 @@ for p in ["default", "slocal", "smove", "nest"]:
         check(sm is not None and sm["nest_primary_max"] >= 4, f"nest: the primary nest grows to 4 CPUs ({sm and sm['nest_primary_max']})")
         check(h is not None and h["cpu_s"] >= 0.9 * 4 * h["wall_s"],
               f"nest: no CPU idle while a hog waits (CPU time / wall = {h and round(h['cpu_s'] / h['wall_s'], 2)} of 4)")
+def val(tag):
+    for l in lines:
+        if l.startswith(tag + " "):
+            return l[len(tag) + 1:].strip()
+    return None
+def info(tag, key):
+    for l in lines:
+        if l.startswith(tag + " ") and l[len(tag) + 1:].split(":")[0].strip() == key:
+            return l.split(":", 1)[1].strip()
+    return None
+check(val("REC_RC") == "0", f"record: exit status 0 on this kernel ({[l for l in lines if l.startswith('REC_ERR')]})")
+check(info("REC_INFO", "status") == "complete" and info("REC_INFO", "lost events") == "0",
+      f"record: a complete trace, nothing lost ({info('REC_INFO', 'status')}, lost {info('REC_INFO', 'lost events')})")
+forks = val("REC_FORKS")
+check(forks is not None and forks.isdigit() and int(forks) >= 50, f"record: the 50 forks are in the trace ({forks})")
+check(val("REC_STATS_RC") == "0", "record: trace stats accepts the recording")
+check(val("REC_INT_RC") == "0" and info("REC_INT_INFO", "status") == "complete",
+      f"record: SIGINT leaves a complete trace ({info('REC_INT_INFO', 'status')})")
 kmsg = [l for l in lines if l.startswith("KMSG ") and ("stall" in l or "error" in l.lower())]
 check(not kmsg, f"the watchdog never fired and the kernel reported no scheduler error ({kmsg})")
 print(f"test-sched-vm: {len(fail)} failures")

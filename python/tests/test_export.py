@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`warmcore trace export`, checked from outside the Rust code.
 
-The test writes its own .wct traces (a small writer of the documented layout,
-crates/trace/src/format.rs), runs the warmcore binary on them, and reads the
+The test writes its own .wct traces through the bindings' writer, with an
+event table of its own numbering, runs the warmcore binary on them, and reads the
 results back with other people's code: the Perfetto trace with Perfetto's own
 proto definitions (the `perfetto` package's generated perfetto_trace_pb2),
 the parquet table with pyarrow and Polars.
@@ -14,7 +14,6 @@ import os
 import random
 import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import polars as pl
@@ -23,6 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 from google.protobuf import unknown_fields
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+import warmcore
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("WARMCORE_BIN", ROOT / "target" / "release" / "warmcore"))
@@ -48,50 +49,25 @@ def pad8(n):
 
 
 def write_wct(path, ncpu, events, procs, freq, chunk=300):
-    """Write a .wct file. events: (cpu, ts, pid, name, a, b) in time order,
-    or with `a` a bytes comm for EXEC; procs: pid -> (ppid, comm)."""
-    header = {
-        "machine": {
-            "name": "pytest",
-            "cpus": [{"cpu": c, "core": c // 2, "die": 0, "socket": 0} for c in range(ncpu)],
-            "freq_min_khz": 800000 if freq else 0,
-            "freq_base_khz": 2000000 if freq else 0,
-            "freq_max_khz": 3600000 if freq else 0,
-        },
-        "events": {"names": [[i, n] for i, n in TABLE]},
-        "provenance": {"source": "other", "description": "pytest"},
-        "wall_clock_start": None,
-    }
-    hjson = json.dumps(header).encode()
-    out = bytearray(b"WCTRACE\0" + struct.pack("<IIII", 1, 0, len(hjson), 0) + hjson)
-    out += b"\0" * (pad8(len(out)) - len(out))
-    index = []
-
-    def block(kind, cpu, count, t0, t1, payload):
-        hdr = struct.pack("<IBBHIIQQII", struct.unpack("<I", b"WBLK")[0], kind, 0, 0, cpu, count, t0, t1,
-                          len(payload), zlib.crc32(payload))
-        if kind != 4:
-            index.append(struct.pack("<Q", len(out)) + hdr)
-        out.extend(hdr + payload)
-        out.extend(b"\0" * (pad8(len(out)) - len(out)))
-
-    def record(e):
-        _, ts, pid, name, a, b = e
-        arg = a.ljust(8, b"\0")[:8] if isinstance(a, bytes) else struct.pack("<II", a, b)
-        return struct.pack("<QII", ts, pid, ID.get(name, name if isinstance(name, int) else 0)) + arg
-
+    """Write a .wct file through the bindings' writer, with the test's own
+    event table. events: (cpu, ts, pid, name, a, b) in time order, or with
+    `a` a bytes comm for EXEC; procs: pid -> (ppid, comm)."""
+    w = warmcore.Writer(
+        str(path), ncpu,
+        800000 if freq else 0, 2000000 if freq else 0, 3600000 if freq else 0,
+        name="pytest", events=TABLE, cores=[c // 2 for c in range(ncpu)], chunk_events=chunk,
+        description="pytest",
+    )
     for cpu in range(ncpu):
-        mine = [e for e in events if e[0] == cpu]
-        for k in range(0, len(mine), chunk):
-            part = mine[k:k + chunk]
-            block(1, cpu, len(part), part[0][1], part[-1][1], b"".join(record(e) for e in part))
-    table = [struct.pack("<IIQQ", p, pp, 0, 0) + c.encode()[:16].ljust(16, b"\0") for p, (pp, c) in sorted(procs.items())]
-    block(2, 0, len(table), 0, 0, b"".join(table))
-    block(3, 0, 0, 0, 0, json.dumps({"lost": [0] * ncpu, "events": len(events)}).encode())
-    index_at = len(out)
-    block(4, 0, len(index), 0, 0, b"".join(index))
-    out += struct.pack("<Q", index_at) + b"WCTINDEX"
-    Path(path).write_bytes(bytes(out))
+        for _, ts, pid, name, a, b in (e for e in events if e[0] == cpu):
+            eid = ID.get(name, name if isinstance(name, int) else 0)
+            if isinstance(a, bytes):
+                w.push_comm(cpu, ts, pid, eid, a.split(b"\0")[0].decode())
+            else:
+                w.push(cpu, ts, pid, eid, a, b)
+    for p, (pp, c) in sorted(procs.items()):
+        w.note_process(p, pp, c, 0)
+    assert w.finish() == len(events)
 
 
 def scenario(ncpu=4, steps=6000, freq=True, seed=1):

@@ -51,8 +51,58 @@ fn exit_with(code: i32) {
     }
 }
 
+/// A command-line error in one line, as every other error: clap's message,
+/// its tip if it has one, and which `--help` to read. Help and version
+/// requests print as clap prints them.
+fn parse_args() -> Cli {
+    use clap::error::ErrorKind;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut what = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
+    let mut tip = None;
+    for l in lines {
+        if let Some(t) = l.strip_prefix("tip: ") {
+            tip = Some(t);
+        } else if l.starts_with("Usage:") || l.starts_with("For more") {
+            break;
+        } else {
+            // What follows: the missing arguments, the possible values.
+            what = format!("{what} {l}");
+        }
+    }
+    // The subcommand the arguments name, for its --help.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut path = vec!["warmcore".to_string()];
+    for arg in std::env::args().skip(1) {
+        match cmd.find_subcommand(&arg) {
+            Some(sub) => {
+                path.push(arg);
+                cmd = sub.clone();
+            }
+            None if arg.starts_with('-') => continue,
+            None => break,
+        }
+    }
+    let command = path.join(" ");
+    match tip {
+        Some(tip) => eprintln!("warmcore: {what}; {tip} (see `{command} --help`)"),
+        None => eprintln!("warmcore: {what} (see `{command} --help`)"),
+    }
+    std::process::exit(2);
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_args();
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
         Cmd::Record(a) => record::run(a),

@@ -54,7 +54,9 @@ pub struct CompareArgs {
     /// Workload and its parameters: name[:key=value,...].
     #[arg(long)]
     pub workload: String,
-    /// Comma-separated policies; improvements are relative to the first.
+    /// Comma-separated policies, each with its parameters
+    /// (cfs,smove:delay_us=50,threshold_khz=1200000); improvements are
+    /// relative to the first.
     #[arg(long, default_value = "cfs")]
     pub policies: String,
     /// Frequency governor: powersave, schedutil, performance.
@@ -80,6 +82,18 @@ fn limits(max_time: Option<f64>, max_events: Option<u64>) -> Result<Limits> {
         l.max_events = e;
     }
     Ok(l)
+}
+
+/// The unit a metric reads best in, from its name's suffix, and the divisor
+/// to get there: times in ns are shown in ms (the JSON keeps raw values).
+fn display_unit(metric: &str) -> (&'static str, f64) {
+    if metric.ends_with("_ns") {
+        ("ms", 1e6)
+    } else if metric.ends_with("_us") {
+        ("us", 1.0)
+    } else {
+        ("", 1.0)
+    }
 }
 
 fn ms(ns: f64) -> String {
@@ -110,6 +124,9 @@ fn print_report(r: &RunReport) {
     println!("energy     {:.3} J", r.energy_j);
     println!("migrations {}", r.migrations);
     println!("{:<10} {:.6}", r.metric.name, r.metric.value);
+    if !r.policy_stats.is_null() {
+        println!("decisions  {}", r.policy_stats);
+    }
     println!("events     {} in {:.3} s", r.sim_events, r.wall_ns as f64 / 1e9);
 }
 
@@ -153,11 +170,29 @@ fn improvement(base: f64, x: f64, lower_is_better: bool) -> f64 {
     }
 }
 
+/// Split `--policies`: commas separate policies, and also a policy's
+/// parameters (`cfs,smove:delay_us=50,threshold_khz=1200000,nest`): a
+/// `key=value` item without a `:` belongs to the policy before it.
+fn split_policies(list: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match out.last_mut() {
+            Some(last) if item.contains('=') && !item.contains(':') && last.contains(':') => {
+                last.push(',');
+                last.push_str(item);
+            }
+            _ => out.push(item.to_string()),
+        }
+    }
+    out
+}
+
 pub fn compare(a: CompareArgs) -> Result<()> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let policies: Vec<&str> = a.policies.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let policies = split_policies(&a.policies);
+    let policies: Vec<&str> = policies.iter().map(String::as_str).collect();
     if policies.is_empty() {
         bail!("--policies needs at least one policy name");
     }
@@ -200,13 +235,35 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&c)?);
         return Ok(());
     }
+    let (unit, scale) = display_unit(&c.metric);
     println!("{} on {} ({}), {} run(s) each; metric {}", c.workload, c.machine, c.governor, c.runs, c.metric);
-    println!("{:<24} {:>16} {:>12} {:>10} {:>12} {:>10}", "policy", "mean", "std", "improv.%", "energy J", "energy %");
+    let (mean, std) = (format!("mean {unit}"), format!("std {unit}"));
+    let w = c.results.iter().map(|r| r.policy.len()).max().unwrap_or(0).max(24);
+    println!("{:<w$} {:>16} {:>12} {:>10} {:>12} {:>10}", "policy", mean.trim(), std.trim(), "improv.%", "energy J", "energy %");
     for r in &c.results {
         println!(
-            "{:<24} {:>16.3} {:>12.3} {:>10.2} {:>12.3} {:>10.2}",
-            r.policy, r.mean, r.std, r.improvement_pct, r.energy_j, r.energy_improvement_pct
+            "{:<w$} {:>16.3} {:>12.3} {:>10.2} {:>12.3} {:>10.2}",
+            r.policy,
+            r.mean / scale,
+            r.std / scale,
+            r.improvement_pct,
+            r.energy_j,
+            r.energy_improvement_pct
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_policies;
+
+    #[test]
+    fn policies_with_several_parameters() {
+        assert_eq!(
+            split_policies("cfs, smove:delay_us=50,threshold_khz=1200000,nest:spin=off,slocal"),
+            ["cfs", "smove:delay_us=50,threshold_khz=1200000", "nest:spin=off", "slocal"]
+        );
+        assert_eq!(split_policies("cfs,,slocal"), ["cfs", "slocal"]);
+    }
 }

@@ -90,3 +90,23 @@ fn dump_filters_and_names_bad_arguments() {
     let o = warmcore(&["trace", "dump", f, "--from", "3 fortnights"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn bad_options_give_one_line_naming_the_help_to_read() {
+    for (args, want, help) in [
+        (&["sim", "--polcy", "x"][..], "similar argument exists: '--policy'", "warmcore sim --help"),
+        (&["sim"][..], "--workload", "warmcore sim --help"),
+        (&["sched", "--policy", "foo"][..], "possible values: default, slocal, smove, nest", "warmcore sched --help"),
+        (&["trace", "dump", "--cpu", "x", "f.wct"][..], "invalid value 'x'", "warmcore trace dump --help"),
+        (&["simm"][..], "unrecognized subcommand 'simm'", "warmcore --help"),
+    ] {
+        let o = warmcore(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.starts_with("warmcore: ") && e.contains(want) && e.contains(help), "{args:?}: {e}");
+    }
+    // Help is still help, on stdout, with status 0.
+    let o = warmcore(&["sim", "--help"]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Usage: warmcore sim"));
+}

@@ -19,6 +19,7 @@ use warmcore_trace::meta::{CpuTopo, Header, Machine, Provenance};
 use warmcore_trace::{Event, Trace, Window, Writer, WriterOptions};
 
 create_exception!(_native, TraceError, PyException, "A trace that cannot be read or written: the reader's one-line message.");
+create_exception!(_native, SimError, PyException, "A simulation that cannot run: bad input (named) or a deadlock.");
 
 fn trace_err(e: warmcore_trace::TraceError) -> PyErr {
     TraceError::new_err(e.to_string())
@@ -305,7 +306,8 @@ impl PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, cpus, freq_min_khz=0, freq_base_khz=0, freq_max_khz=0, name="python", zstd_level=None))]
+    #[pyo3(signature = (path, cpus, freq_min_khz=0, freq_base_khz=0, freq_max_khz=0, name="python", zstd_level=None, events=None, cores=None, chunk_events=None, description="written from Python"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: std::path::PathBuf,
         cpus: u32,
@@ -314,21 +316,39 @@ impl PyWriter {
         freq_max_khz: u32,
         name: &str,
         zstd_level: Option<i32>,
+        events: Option<Vec<(u32, String)>>,
+        cores: Option<Vec<u32>>,
+        chunk_events: Option<usize>,
+        description: &str,
     ) -> PyResult<Self> {
+        if let Some(c) = &cores {
+            if c.len() != cpus as usize {
+                return Err(PyValueError::new_err(format!("cores: expected one core number per CPU ({cpus}), got {}", c.len())));
+            }
+        }
+        if chunk_events == Some(0) {
+            return Err(PyValueError::new_err("chunk_events must be at least 1"));
+        }
         let machine = Machine {
             name: name.to_string(),
-            cpus: (0..cpus).map(|cpu| CpuTopo { cpu, core: cpu, die: 0, socket: 0 }).collect(),
+            cpus: (0..cpus)
+                .map(|cpu| CpuTopo { cpu, core: cores.as_ref().map_or(cpu, |c| c[cpu as usize]), die: 0, socket: 0 })
+                .collect(),
             freq_min_khz,
             freq_base_khz,
             freq_max_khz,
         };
+        // A file's own name table (ids of its choosing) or the built-in one.
+        let events = events.map(|names| warmcore_trace::EventTable { names }).unwrap_or_default();
         let header = Header {
             machine,
-            events: Default::default(),
-            provenance: Provenance::Other { description: "written from Python".into() },
+            events,
+            provenance: Provenance::Other { description: description.into() },
             wall_clock_start: None,
         };
-        let w = Writer::create(&path, &header, WriterOptions { zstd_level, ..Default::default() }).map_err(trace_err)?;
+        let defaults = WriterOptions::default();
+        let opts = WriterOptions { zstd_level, chunk_events: chunk_events.unwrap_or(defaults.chunk_events) };
+        let w = Writer::create(&path, &header, opts).map_err(trace_err)?;
         Ok(PyWriter { inner: Some(w), path: path.display().to_string() })
     }
 
@@ -357,6 +377,37 @@ impl PyWriter {
 }
 
 /// The built-in event ids, by name.
+/// One simulator run, as `warmcore sim --json`: the same names, defaults and
+/// report (a dict). The run releases the GIL, so threads can run several.
+#[pyfunction]
+#[pyo3(signature = (workload, machine="default", policy="cfs", governor="powersave", seed=1, trace=None, max_time=None, max_events=None))]
+#[allow(clippy::too_many_arguments)]
+fn sim<'py>(
+    py: Python<'py>,
+    workload: &str,
+    machine: &str,
+    policy: &str,
+    governor: &str,
+    seed: u64,
+    trace: Option<std::path::PathBuf>,
+    max_time: Option<f64>,
+    max_events: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut cfg = warmcore_sim::RunConfig::new(machine, workload, policy, governor, seed);
+    cfg.trace = trace;
+    if let Some(t) = max_time {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(PyValueError::new_err(format!("max_time must be a positive number of seconds, not {t}")));
+        }
+        cfg.limits.max_sim_ns = (t * 1e9) as u64;
+    }
+    if let Some(e) = max_events {
+        cfg.limits.max_events = e;
+    }
+    let report = py.detach(|| warmcore_sim::run(&cfg)).map_err(|e| SimError::new_err(e.to_string()))?;
+    json_to_py(py, &report)
+}
+
 fn builtin_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (id, name) in warmcore_trace::event::BUILTIN {
@@ -371,6 +422,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTrace>()?;
     m.add_class::<PyWriter>()?;
     m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("SimError", py.get_type::<SimError>())?;
+    m.add_function(wrap_pyfunction!(sim, m)?)?;
     m.add("EVENT_IDS", builtin_ids(py)?)?;
     let _ = PyList::empty(py);
     Ok(())

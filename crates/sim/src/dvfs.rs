@@ -16,8 +16,9 @@
 //!   rate limited (MODEL-FACTS.md section 4); the request is applied at once
 //!   (the raw transition takes tens of microseconds, shared/seeds/000,
 //!   section 2). The utilisation is the CPU's, or its current task's if
-//!   higher (a new task starts at half); frequency invariance and util_est
-//!   are not modelled.
+//!   higher (a new task starts at half), plus that of a task being enqueued
+//!   at a fork or wake-up; frequency invariance and util_est are not
+//!   modelled.
 //!
 //! SMT siblings share their core's frequency: state is per core.
 
@@ -161,4 +162,27 @@ impl CoreDvfs {
         let steady = if self.busy { f >= ceiling } else { f <= floor && !bouncing };
         (f, !steady)
     }
+}
+
+/// The frequency a core shows `ns` after it leaves a long idle to run alone
+/// on its socket: for the hardware governors, the ramp of `hw_sample`; for
+/// schedutil, a new task's utilisation (half) grown over `ns`.
+pub fn freq_after_busy(m: &Machine, g: Governor, ns: u64) -> u32 {
+    let ceiling = m.turbo_by_active[1];
+    let floor = g.floor(m);
+    if g == Governor::Schedutil {
+        let util = 1.0 - 0.5 * (-(ns as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+        let step = m.spec.dvfs.freq_step_mhz * 1000;
+        let want = 1.25 * util * m.max_khz() as f64;
+        return ((want as u32) / step * step).clamp(m.min_khz(), ceiling);
+    }
+    let mut core = CoreDvfs::new(floor);
+    core.set_busy(0, true, m, g);
+    let period = m.spec.dvfs.hw_sample_us * 1000;
+    let mut t = period;
+    while t <= ns {
+        core.freq = core.hw_sample(t, m, g, ceiling).0;
+        t += period;
+    }
+    core.freq
 }

@@ -625,8 +625,12 @@ impl Sim {
     }
 
     /// schedutil: next_f = 1.25 x f_max x util, rate limited
-    /// (MODEL-FACTS.md section 4).
-    fn schedutil_update(&mut self, c: u32) {
+    /// (MODEL-FACTS.md section 4). `enqueued`, a task just placed on `c`:
+    /// its utilisation joins the CPU's at enqueue, before it runs, as a
+    /// cfs_rq's util_avg includes its queued tasks' (a new task brings 512,
+    /// MODEL-FACTS.md section 4), so the frequency asked for at a fork or a
+    /// wake-up already counts the task.
+    fn schedutil_update(&mut self, c: u32, enqueued: Option<Tid>) {
         if self.governor != Governor::Schedutil {
             return;
         }
@@ -636,12 +640,14 @@ impl Sim {
         if last != u64::MAX && self.now < last + limit {
             return;
         }
+        let extra = enqueued.map_or(0.0, |t| self.task_util(t));
         let n = self.machine.core_cpus[core as usize].len();
         let mut util: f64 = 0.0;
         for i in 0..n {
             let s = self.machine.core_cpus[core as usize][i];
             self.pelt_update(s);
-            util = util.max(self.cpus[s as usize].util);
+            let mine = if s == c { extra } else { 0.0 };
+            util = util.max((self.cpus[s as usize].util + mine).min(1.0));
             // The CPU's utilisation includes its current task's, which a
             // task migrating or newly created brings along.
             if let Some(t) = self.cpus[s as usize].curr {
@@ -676,6 +682,13 @@ impl Engine {
                 c
             })
             .collect();
+        // A core that has not ticked in this run last ticked before it,
+        // during some short burst of activity; what that tick saw is what
+        // the core reaches one tick after it starts: low where the hardware
+        // ramps slowly (the E7-8870 v4), high where it is fast (the 6130 and
+        // 5218: "when a core becomes idle there is often no clock tick that
+        // observes a low frequency", shared/seeds/001, section 5.2).
+        let tick_freq = crate::dvfs::freq_after_busy(&machine, governor, TICK_NS);
         let cpus = (0..n)
             .map(|_| Cpu {
                 mode: Mode::Idle,
@@ -691,7 +704,7 @@ impl Engine {
                 seg_gen: 0,
                 wake_gen: 0,
                 tick_pending: false,
-                tick_freq: 0,
+                tick_freq,
                 nr: 0,
                 spin_until: 0,
                 spin_gen: 0,
@@ -900,7 +913,7 @@ impl Engine {
                 self.sim.cpus[c as usize].tick_freq = f;
                 let pid = self.sim.tasks[t as usize].pid;
                 self.sim.emit(c, pid, ids::TICK, f, 0);
-                self.sim.schedutil_update(c);
+                self.sim.schedutil_update(c, None);
                 self.policy.tick(&mut self.sim, c, t);
                 self.arm_tick(c);
             }
@@ -1100,7 +1113,7 @@ impl Engine {
         }
         self.sim.nr_add(target, 1);
         self.policy.enqueue(&mut self.sim, t, target, Enq::Wakeup);
-        self.sim.schedutil_update(target);
+        self.sim.schedutil_update(target, Some(t));
         self.sim.kick(target);
     }
 
@@ -1192,7 +1205,7 @@ impl Engine {
                 let core = self.sim.machine.cpu_core[c as usize];
                 self.sim.core_changed(core);
                 self.arm_tick(c);
-                self.sim.schedutil_update(c);
+                self.sim.schedutil_update(c, None);
                 if self.sim.tasks[t as usize].remaining > 0.0 {
                     self.sim.start_segment(c);
                 } else {
@@ -1284,7 +1297,7 @@ impl Engine {
                     self.sim.tasks[child as usize].cpu = target;
                     self.sim.nr_add(target, 1);
                     self.policy.enqueue(&mut self.sim, child, target, Enq::New);
-                    self.sim.schedutil_update(target);
+                    self.sim.schedutil_update(target, Some(child));
                     self.sim.kick(target);
                 }
                 Step::Exec(ref comm) => {

@@ -6,12 +6,15 @@
 pub mod cfs;
 pub mod dvfs;
 pub mod engine;
+pub mod haiku;
 pub mod machine;
 pub mod policy;
 pub mod program;
 pub mod replay;
 pub mod rtapp;
 pub mod run;
+pub mod slocal;
+pub mod smove;
 pub mod wfile;
 pub mod workloads;
 

@@ -73,13 +73,17 @@ pub trait Policy {
 }
 
 /// The names `make_policy` accepts.
-pub const POLICIES: &[&str] = &["cfs"];
+pub const POLICIES: &[&str] = &["cfs", "slocal", "smove", "haiku-low-latency", "haiku-power-saving"];
 
 /// Build a policy from `name[:key=value,...]`.
 pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
     let (name, params) = crate::parse_spec(spec);
     match name {
         "cfs" => Ok(Box::new(crate::cfs::Cfs::new(machine, &params)?)),
+        "slocal" => Ok(Box::new(crate::slocal::SLocal::new(machine, &params)?)),
+        "smove" => Ok(Box::new(crate::smove::SMove::new(machine, &params)?)),
+        "haiku-low-latency" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::LowLatency, &params)?)),
+        "haiku-power-saving" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::PowerSaving, &params)?)),
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}",
             POLICIES.join(", ")

@@ -320,3 +320,42 @@ fn policies_can_defer_migrations_with_timers() {
     assert_eq!(mig.a(), 0);
     assert_ne!(mig.b(), 0);
 }
+
+#[test]
+fn schedutil_counts_a_forked_task_at_enqueue() {
+    // A parent on CPU 0 forks a child that CFS places on an idle core: the
+    // frequency asked for at the fork already counts the child's half
+    // utilisation (MODEL-FACTS.md section 4), so its first tick, 4 ms in,
+    // sees 1.25 x 0.5 x f_max or more, not the minimum.
+    let m = Machine::load("xeon-gold-6130-2s").unwrap();
+    let mut w = Workload::new("fork");
+    let child = w.add("child", vec![Step::Compute(Amount::fixed(10e6)), Step::Exit]);
+    let main = w.add("main", vec![Step::Fork(child), Step::Compute(Amount::fixed(10e6)), Step::WaitAll, Step::Exit]);
+    w.initial.push((main, "main".into(), Some(0)));
+    let (_, evs) = simulate(m.clone(), Governor::Schedutil, "cfs", w);
+    let child_pid = evs.iter().find(|(_, e)| e.id == ids::FORK).unwrap().1.pid;
+    let cpu = evs.iter().find(|(_, e)| e.id == ids::WAKEUP_NEW && e.pid == child_pid).unwrap().1.a();
+    assert_ne!(cpu, 0, "the child goes to an idle core");
+    let tick = evs.iter().find(|(c, e)| *c == cpu && e.id == ids::TICK && e.pid == child_pid).unwrap().1;
+    assert!(tick.a() as f64 >= 0.6 * m.max_khz() as f64, "first tick at {} kHz", tick.a());
+}
+
+#[test]
+fn an_unticked_core_shows_what_one_tick_of_work_reaches() {
+    use warmcore_sim::dvfs::freq_after_busy;
+    const TICK: u64 = 4_000_000;
+    // The E7-8870 v4's hardware takes 29 ms from minimum to maximum: one
+    // tick in, it is still near the minimum. Skylake's ramps faster.
+    let e7 = Machine::load("xeon-e7-8870v4").unwrap();
+    let sky = Machine::load("xeon-gold-6130-2s").unwrap();
+    let slow = freq_after_busy(&e7, Governor::Powersave, TICK);
+    assert!(slow < e7.base_khz(), "{slow}");
+    let e7_share = (slow - e7.min_khz()) as f64 / (e7.max_khz() - e7.min_khz()) as f64;
+    let s = freq_after_busy(&sky, Governor::Powersave, TICK);
+    let sky_share = (s - sky.min_khz()) as f64 / (sky.max_khz() - sky.min_khz()) as f64;
+    assert!(sky_share >= e7_share, "Skylake {sky_share} vs Broadwell {e7_share}");
+    // Under schedutil: a new task's half utilisation, grown over 4 ms.
+    let su = freq_after_busy(&sky, Governor::Schedutil, TICK);
+    assert!(su as f64 >= 0.625 * sky.max_khz() as f64 - 100_000.0 && su < sky.max_khz(), "{su}");
+    assert!(freq_after_busy(&sky, Governor::Performance, TICK) >= sky.base_khz());
+}

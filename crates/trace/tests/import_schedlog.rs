@@ -2,20 +2,16 @@
 //! The SchedLog importer on fixtures/schedlog-make-j2 (the real make -j2 perf
 //! recording converted by scripts/perf2schedlog.py) and on malformed dumps.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use warmcore_trace::import::schedlog::FIRST_FOREIGN_ID;
 use warmcore_trace::import::{import_bytes, import_path, Format, ImportOptions, ImportReport};
 use warmcore_trace::event::prev_state;
-use warmcore_trace::{ids, CpuEvent, Event, Trace, Window};
+use warmcore_trace::{ids, CpuEvent, Event, Trace};
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name)
-}
+mod import_common;
+use import_common::{all_events, fixture};
 
-fn all_events(t: &Trace) -> Vec<CpuEvent> {
-    t.events(None, Window::ALL).map(|e| e.unwrap()).collect()
-}
 
 fn import_dir(dir: &Path) -> warmcore_trace::Result<(ImportReport, Trace)> {
     let tmp = tempfile::tempdir().unwrap();

@@ -4,44 +4,22 @@
 //! reported twice, with libtraceevent's plugin formats and raw (-R).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use warmcore_trace::event::prev_state;
-use warmcore_trace::import::{import_bytes, Format, ImportOptions, ImportReport};
-use warmcore_trace::{ids, CpuEvent, Trace, Window};
+use warmcore_trace::import::{Format, ImportReport};
+use warmcore_trace::{ids, Trace, Window};
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name)
-}
+mod import_common;
+use import_common::{all_events, count, fixture, text, val};
 
-fn text(name: &str) -> String {
-    let raw = std::fs::read(fixture(name)).unwrap();
-    String::from_utf8(zstd::decode_all(&raw[..]).unwrap()).unwrap()
-}
 
 fn import(name: &str, data: &[u8]) -> warmcore_trace::Result<(ImportReport, Trace)> {
-    let mut out = Vec::new();
-    let r = import_bytes(Format::TraceCmd, name, data, &mut out, "out.wct", ImportOptions::default())?;
-    Ok((r, Trace::from_bytes("out.wct", out).unwrap()))
-}
-
-fn all_events(t: &Trace) -> Vec<CpuEvent> {
-    t.events(None, Window::ALL).map(|e| e.unwrap()).collect()
-}
-
-fn count(t: &[CpuEvent], id: u32) -> usize {
-    t.iter().filter(|e| e.ev.id == id).count()
+    import_common::import(Format::TraceCmd, name, data)
 }
 
 fn lines_of<'a>(text: &'a str, event: &str) -> Vec<&'a str> {
     let tag = format!(" {event}: ");
     text.lines().filter(|l| l.contains(&tag)).collect()
-}
-
-fn val(line: &str, key: &str) -> u32 {
-    let k = format!(" {key}=");
-    let i = line.find(&k).unwrap_or_else(|| panic!("{key} in {line}")) + k.len();
-    line[i..].split_whitespace().next().unwrap().parse().unwrap()
 }
 
 #[test]

@@ -3,25 +3,13 @@
 //! independent brute-force account of what `trace stats` must report (every
 //! CPU scanned at every event), checked against the streaming analyzer, a
 //! written file, and a file whose event table numbers events otherwise.
+use rand::rngs::SmallRng;
+use rand::{Rng as _, SeedableRng};
 use std::collections::{HashMap, VecDeque};
 
 use warmcore_trace::event::prev_state::{BLOCKED, RUNNABLE};
 use warmcore_trace::stats::{analyze, Analyzer, Stats, INTERVAL_NS};
 use warmcore_trace::*;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// One state of the machine, in force from `t` until the next event.
 struct Snap {
@@ -43,7 +31,7 @@ struct Oracle {
 }
 
 struct Sim {
-    rng: Rng,
+    rng: SmallRng,
     t: u64,
     curr: Vec<u32>,
     queue: Vec<VecDeque<u32>>,
@@ -59,7 +47,7 @@ struct Sim {
 impl Sim {
     fn new(ncpu: usize, ntasks: u32, seed: u64) -> Sim {
         let mut s = Sim {
-            rng: Rng(seed),
+            rng: SmallRng::seed_from_u64(seed),
             t: 1_000_000,
             curr: vec![0; ncpu],
             queue: vec![VecDeque::new(); ncpu],
@@ -135,10 +123,10 @@ impl Sim {
         if self.sleeping.is_empty() {
             return;
         }
-        let i = self.rng.below(self.sleeping.len() as u64) as usize;
+        let i = self.rng.random_range(0..self.sleeping.len() as u64) as usize;
         let pid = self.sleeping[i];
-        let target = self.rng.below(self.curr.len() as u64) as usize;
-        let id = if self.rng.below(10) == 0 { ids::WAKEUP_NEW } else { ids::WAKEUP };
+        let target = self.rng.random_range(0..self.curr.len() as u64) as usize;
+        let id = if self.rng.random_range(0..10) == 0 { ids::WAKEUP_NEW } else { ids::WAKEUP };
         self.emit(c, pid, id, target as u32, self.curr[c]);
         self.sleeping.swap_remove(i);
         self.queue[target].push_back(pid);
@@ -147,7 +135,7 @@ impl Sim {
 
     fn migrate(&mut self, c: usize) {
         let Some(&pid) = self.queue[c].back() else { return };
-        let d = self.rng.below(self.curr.len() as u64) as usize;
+        let d = self.rng.random_range(0..self.curr.len() as u64) as usize;
         self.emit(c, pid, ids::MIGRATE, c as u32, d as u32);
         self.queue[c].pop_back();
         self.queue[d].push_back(pid);
@@ -155,18 +143,18 @@ impl Sim {
     }
 
     fn random_freq(&mut self) -> u32 {
-        1_000_000 + 100_000 * self.rng.below(21) as u32 + 50_000 * self.rng.below(2) as u32
+        1_000_000 + 100_000 * self.rng.random_range(0..21) as u32 + 50_000 * self.rng.random_range(0..2) as u32
     }
 
     fn step(&mut self) {
-        self.pending_dt = if self.rng.below(8) == 0 { 0 } else { self.rng.below(40_000) };
+        self.pending_dt = if self.rng.random_range(0..8) == 0 { 0 } else { self.rng.random_range(0..40_000) };
         let before = self.out.len();
-        let c = self.rng.below(self.curr.len() as u64) as usize;
-        let r = self.rng.below(100);
+        let c = self.rng.random_range(0..self.curr.len() as u64) as usize;
+        let r = self.rng.random_range(0..100);
         if self.curr[c] != 0 {
             match r {
                 0..30 => {
-                    let f = if self.rng.below(10) == 0 { 0 } else { self.random_freq() };
+                    let f = if self.rng.random_range(0..10) == 0 { 0 } else { self.random_freq() };
                     self.emit(c, self.curr[c], ids::TICK, f, 0);
                     if f != 0 {
                         self.freq[c] = f;

@@ -5,6 +5,8 @@
 //! equivalent for, in a file whose event table may number events otherwise.
 #![allow(dead_code)]
 
+use rand::rngs::SmallRng;
+use rand::{Rng as _, SeedableRng};
 use std::path::Path;
 
 use warmcore_trace::event::BUILTIN;
@@ -28,20 +30,6 @@ impl Default for Opts {
 
 /// An id no table names: exporters must keep it, shown as EVENT_<id>.
 pub const UNNAMED_ID: u32 = 99;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 pub fn table(renumber: bool) -> EventTable {
     if renumber {
@@ -73,7 +61,7 @@ pub fn write(path: &Path, o: &Opts) -> Vec<CpuEvent> {
         wall_clock_start: None,
     };
     let mut w = Writer::create(path, &header, WriterOptions { zstd_level: None, chunk_events: 500 }).unwrap();
-    let mut r = Rng(o.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = SmallRng::seed_from_u64(o.seed);
     let mut out = Vec::new();
     let mut push = |w: &mut Writer<std::fs::File>, cpu: u32, ev: Event| {
         w.push(cpu, ev).unwrap();
@@ -88,14 +76,14 @@ pub fn write(path: &Path, o: &Opts) -> Vec<CpuEvent> {
     let mut idle = vec![false; o.cpus as usize];
     let mut ts = 1_000_000_000u64;
     for _ in 0..o.steps {
-        ts += 3 + r.below(20_000);
-        let cpu = r.below(o.cpus as u64) as u32;
+        ts += 3 + r.random_range(0..20_000);
+        let cpu = r.random_range(0..o.cpus as u64) as u32;
         let c = cpu as usize;
         let cur = running[c];
-        let pick = |r: &mut Rng, tasks: &[u32]| tasks[r.below(tasks.len() as u64) as usize];
-        match r.below(100) {
+        let pick = |r: &mut SmallRng, tasks: &[u32]| tasks[r.random_range(0..tasks.len() as u64) as usize];
+        match r.random_range(0..100) {
             0..=29 => {
-                let next = if r.below(4) == 0 { 0 } else { pick(&mut r, &tasks) };
+                let next = if r.random_range(0..4) == 0 { 0 } else { pick(&mut r, &tasks) };
                 if next == cur {
                     continue;
                 }
@@ -103,37 +91,37 @@ pub fn write(path: &Path, o: &Opts) -> Vec<CpuEvent> {
                     push(&mut w, cpu, Event::new(ts, 0, id(ids::IDLE_EXIT), 0, 0));
                     idle[c] = false;
                 }
-                let state = if cur == 0 { 0 } else { r.below(4) as u32 };
+                let state = if cur == 0 { 0 } else { r.random_range(0..4) as u32 };
                 push(&mut w, cpu, Event::new(ts, cur, id(ids::CTX_SWITCH), next, state));
                 running[c] = next;
                 if o.idle && next == 0 {
-                    push(&mut w, cpu, Event::new(ts + 1, 0, id(ids::IDLE_ENTER), r.below(3) as u32, 0));
+                    push(&mut w, cpu, Event::new(ts + 1, 0, id(ids::IDLE_ENTER), r.random_range(0..3) as u32, 0));
                     idle[c] = true;
                 }
             }
             30..=49 => {
                 let woken = pick(&mut r, &tasks);
-                let target = r.below(o.cpus as u64) as u32;
+                let target = r.random_range(0..o.cpus as u64) as u32;
                 push(&mut w, cpu, Event::new(ts, woken, id(ids::WAKEUP), target, cur));
             }
             50..=69 => {
-                let khz = if o.freq { 800_000 + 100_000 * r.below(29) as u32 } else { 0 };
+                let khz = if o.freq { 800_000 + 100_000 * r.random_range(0..29) as u32 } else { 0 };
                 push(&mut w, cpu, Event::new(ts, cur, id(ids::TICK), khz, 0));
             }
             70..=74 if o.freq => {
-                let khz = 800_000 + 100_000 * r.below(29) as u32;
+                let khz = 800_000 + 100_000 * r.random_range(0..29) as u32;
                 push(&mut w, cpu, Event::new(ts, cur, id(ids::FREQ_CHANGE), khz, 0));
             }
             75..=79 => {
                 let p = pick(&mut r, &tasks);
-                let to = r.below(o.cpus as u64) as u32;
+                let to = r.random_range(0..o.cpus as u64) as u32;
                 push(&mut w, cpu, Event::new(ts, p, id(ids::MIGRATE), cpu, to));
             }
             80..=83 if tasks.len() < 64 => {
                 let parent = if cur == 0 { 1 } else { cur };
                 let child = next_pid;
                 next_pid += 1;
-                let target = r.below(o.cpus as u64) as u32;
+                let target = r.random_range(0..o.cpus as u64) as u32;
                 w.note_process(child, parent, &comm_of(child), ts);
                 push(&mut w, cpu, Event::new(ts, child, id(ids::FORK), parent, 0));
                 push(&mut w, cpu, Event::new(ts + 1, child, id(ids::WAKEUP_NEW), target, parent));
@@ -145,7 +133,7 @@ pub fn write(path: &Path, o: &Opts) -> Vec<CpuEvent> {
                 tasks.retain(|&p| p != cur);
             }
             86..=90 => push(&mut w, cpu, Event::new(ts, cur, id(ids::BLOCK), 0, 0)),
-            91..=95 => push(&mut w, cpu, Event::new(ts, cur, id(ids::RQ_SIZE), r.below(8) as u32, 1)),
+            91..=95 => push(&mut w, cpu, Event::new(ts, cur, id(ids::RQ_SIZE), r.random_range(0..8) as u32, 1)),
             96 => push(&mut w, cpu, Event::new(ts, cur, UNNAMED_ID, 0xdead, 0xbeef)),
             _ => {}
         }

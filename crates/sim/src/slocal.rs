@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `slocal`: the S_local strategy of shared/seeds/000 (Fewer Cores, More
+//! Hertz), section 3.1: a created or woken task is placed on the CPU of the
+//! task that created or woke it (for a fork, the parent's CPU), whose core is
+//! likely running at a high frequency.
+//!
+//! Everything else is the fair class (`cfs`): queueing, wakeup and tick
+//! preemption, and load balancing, which is what relieves an oversubscribed
+//! waker CPU in the paper ("mitigated by the periodic load balancer").
+//! Wake-ups without a waker (a timer or I/O completion) and exec keep the
+//! fair class's choice: there is no waker's core to prefer there.
+
+use crate::cfs::Cfs;
+use crate::engine::{Sim, Tid};
+use crate::machine::Machine;
+use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::SimError;
+
+#[derive(Default, Debug)]
+struct Counters {
+    /// Wake-ups placed on the waker's CPU.
+    local_wakeups: u64,
+    /// Forks placed on the parent's CPU.
+    local_forks: u64,
+    /// Placements left to the fair class (exec, wake-ups without a waker).
+    fair_choices: u64,
+    /// Local placements that differ from where the fair class would have put
+    /// the task (the decisions S_local actually changes).
+    overridden: u64,
+}
+
+pub struct SLocal {
+    cfs: Cfs,
+    n: Counters,
+}
+
+impl SLocal {
+    pub fn new(m: &Machine, params: &[(String, String)]) -> Result<SLocal, SimError> {
+        // The fair class's own parameters (balance=on|off) pass through.
+        let cfs = Cfs::new(m, params).map_err(|e| SimError::Input(e.to_string().replacen("cfs", "slocal", 1)))?;
+        Ok(SLocal { cfs, n: Counters::default() })
+    }
+}
+
+impl Policy for SLocal {
+    fn name(&self) -> String {
+        "slocal".into()
+    }
+    fn init(&mut self, sim: &mut Sim) {
+        self.cfs.init(sim)
+    }
+    fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
+        self.cfs.init_task(sim, t, parent)
+    }
+    fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
+        self.cfs.exit_task(sim, t)
+    }
+    fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake) -> u32 {
+        // The fair class still sees the placement (its wakee bookkeeping and
+        // counters), but its choice is only used where S_local has no waker.
+        let fair = self.cfs.select_cpu(sim, t, prev, w);
+        let local = match w.kind {
+            WakeKind::Wakeup | WakeKind::Fork if w.waker.is_some() => w.waker_cpu,
+            _ => {
+                self.n.fair_choices += 1;
+                return fair;
+            }
+        };
+        if w.kind == WakeKind::Fork {
+            self.n.local_forks += 1;
+        } else {
+            self.n.local_wakeups += 1;
+        }
+        if local != fair {
+            self.n.overridden += 1;
+        }
+        local
+    }
+    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
+        self.cfs.enqueue(sim, t, cpu, flags)
+    }
+    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
+        self.cfs.dispatch(sim, cpu)
+    }
+    fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
+        self.cfs.running(sim, t, cpu)
+    }
+    fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
+        self.cfs.stopping(sim, t, cpu, runnable)
+    }
+    fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
+        self.cfs.tick(sim, cpu, t)
+    }
+    fn update_idle(&mut self, sim: &mut Sim, cpu: u32, idle: bool) {
+        self.cfs.update_idle(sim, cpu, idle)
+    }
+    fn timer(&mut self, sim: &mut Sim, token: u64) {
+        self.cfs.timer(sim, token)
+    }
+    fn stats(&self) -> serde_json::Value {
+        let n = &self.n;
+        serde_json::json!({
+            "local_wakeups": n.local_wakeups,
+            "local_forks": n.local_forks,
+            "fair_choices": n.fair_choices,
+            "overridden": n.overridden,
+            "cfs": self.cfs.stats(),
+        })
+    }
+}
