@@ -145,13 +145,17 @@ def draw_speedup(fig_spec, runs, out_dir):
             xs.append(gi + (j - (len(labels) - 1) / 2) * width)
             ys.append(float(np.mean(vals)))
             es.append(float(np.std(vals)))
-        ax.bar(xs, ys, width, yerr=es, label=lab, capsize=2)
+        bars = ax.bar(xs, ys, width, yerr=es, label=lab, capsize=2)
+        ax.bar_label(bars, labels=[f"{y:+.0f}" for y in ys], fontsize=6, padding=2)
+    # Losses of thousands of percent and gains of a few: a linear scale up to
+    # +-10 %, logarithmic beyond.
+    ax.set_yscale("symlog", linthresh=10)
     for y in (5, -5):
         ax.axhline(y, color="grey", linestyle=":", linewidth=0.8)
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([g["label"] for g in groups], fontsize=7)
-    ax.set_ylabel("improvement over CFS (%)")
+    ax.set_ylabel("improvement over CFS (%, symlog)")
     ax.legend(fontsize=7, ncol=min(4, len(labels)))
     ax.set_title(fig_spec["title"], fontsize=10)
     fig.tight_layout()
