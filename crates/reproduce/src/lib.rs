@@ -315,9 +315,12 @@ pub fn trace_name(i: usize, s: &RunSpec) -> String {
     )
 }
 
-/// A cap on each run's simulated time, so that no run hangs the command:
-/// two simulated minutes (the longest quick run needs a few seconds).
+/// Caps on each run, so that no run hangs the command: two simulated
+/// minutes and 50 million events (about a minute of wall time; the largest
+/// quick run makes under 2 million). A run that hits one is reported as
+/// stopped early and its claims as not reproduced.
 pub const MAX_SIM_NS: u64 = 120_000_000_000;
+pub const MAX_EVENTS: u64 = 50_000_000;
 
 /// Run every spec, `jobs` at a time, printing one line per finished run to
 /// stderr. Results come back in the order of `specs`.
@@ -337,7 +340,7 @@ pub fn run_all(specs: &[RunSpec], out: &Path, jobs: usize) -> Vec<Done> {
                 let s = &specs[i];
                 let t0 = Instant::now();
                 let mut cfg = RunConfig::new(&s.cell.machine, &s.cell.workload, &s.cell.policy, &s.cell.governor, s.seed);
-                cfg.limits = Limits { max_sim_ns: MAX_SIM_NS, ..Limits::default() };
+                cfg.limits = Limits { max_sim_ns: MAX_SIM_NS, max_events: MAX_EVENTS };
                 let trace = s.trace.then(|| trace_name(i, s));
                 cfg.trace = trace.as_ref().map(|t| out.join(t));
                 let report = warmcore_sim::run(&cfg).map_err(|e| e.to_string());
