@@ -143,3 +143,20 @@ def test_missing_python_still_writes_the_report(tmp_path):
     err = [l for l in r.stderr.splitlines() if not l.startswith("[")]
     assert len(err) == 1 and "make build" in err[0]
     assert (tmp_path / "o" / "claims.json").exists() and (tmp_path / "o" / "report.md").exists()
+
+
+def test_figure_underload_agrees_with_the_simulator(quick):
+    """The underload the figures draw (Nest, section 5.2) is the one the
+    simulator reports, up to the order of same-nanosecond events."""
+    import warmcore
+    from warmcore.figures import underload_series
+
+    out, _ = quick
+    traced = [r for r in json.loads((out / "runs.json").read_text()) if r["trace"]]
+    assert traced
+    for r in traced:
+        t = warmcore.open(out / r["trace"])
+        _, u = underload_series(t)
+        first, last = t.span()
+        per_s = u.sum() / ((last - first) / 1e9)
+        assert per_s == pytest.approx(r["report"]["underload_per_s"], rel=0.01), r["policy"]

@@ -76,7 +76,8 @@ def underload_series(trace, interval_ns=INTERVAL_NS):
                 used.add(c)
         elif i == wk or i == wn:
             runnable.add(p)
-        elif i == ex:
+        elif i == ex and p not in cur.values():
+            # A running task's exit ends at its last switch-out (DEAD).
             runnable.discard(p)
         peak = max(peak, len(runnable))
     out.append(max(0, len(used) - peak))
