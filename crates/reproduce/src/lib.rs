@@ -344,6 +344,9 @@ pub fn run_all(specs: &[RunSpec], out: &Path, jobs: usize) -> Vec<Done> {
                 let trace = s.trace.then(|| trace_name(i, s));
                 cfg.trace = trace.as_ref().map(|t| out.join(t));
                 let report = warmcore_sim::run(&cfg).map_err(|e| e.to_string());
+                // Count and print under the lock, so that the lines come out
+                // in order.
+                let mut slots = slots.lock().unwrap();
                 let k = finished.fetch_add(1, Ordering::SeqCst) + 1;
                 let status = match &report {
                     Ok(r) if r.partial.is_some() => " (stopped early)".to_string(),
@@ -360,7 +363,7 @@ pub fn run_all(specs: &[RunSpec], out: &Path, jobs: usize) -> Vec<Done> {
                     t0.elapsed().as_secs_f64()
                 );
                 let trace = if report.is_ok() { trace } else { None };
-                slots.lock().unwrap()[i] = Some(Done { spec: s.clone(), report, trace });
+                slots[i] = Some(Done { spec: s.clone(), report, trace });
             });
         }
     });
