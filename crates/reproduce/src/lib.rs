@@ -245,9 +245,12 @@ pub struct Options {
     pub jobs: usize,
 }
 
+/// Claims left out, with the reason.
+pub type Skipped = Vec<(u32, String)>;
+
 /// The claims selected by `only` among those this build can run; the ids
 /// of those left out because a policy is missing, with the reason.
-pub fn select(claims: Vec<Claim>, only: Option<&[u32]>) -> Result<(Vec<Claim>, Vec<(u32, String)>), String> {
+pub fn select(claims: Vec<Claim>, only: Option<&[u32]>) -> Result<(Vec<Claim>, Skipped), String> {
     let ids: Vec<u32> = claims.iter().map(|c| c.id).collect();
     if let Some(only) = only {
         if only.is_empty() {
@@ -513,7 +516,7 @@ pub struct Bar {
     pub runs: Vec<usize>,
 }
 
-fn traced<'a>(r: &'a Results, pick: impl Fn(&Cell) -> bool) -> Vec<(&'a Cell, &'a str)> {
+fn traced(r: &Results, pick: impl Fn(&Cell) -> bool) -> Vec<(&Cell, &str)> {
     r.done
         .iter()
         .filter(|d| pick(&d.spec.cell))
@@ -526,7 +529,7 @@ fn traced<'a>(r: &'a Results, pick: impl Fn(&Cell) -> bool) -> Vec<(&'a Cell, &'
 /// Figure 3 (underload, CFS and Nest), Nest Figure 5 (speedups).
 pub fn figure_plan(r: &Results) -> Vec<Figure> {
     let mut figs = Vec::new();
-    let freq = traced(r, |c| claims::is_freq_figure(c));
+    let freq = traced(r, claims::is_freq_figure);
     if !freq.is_empty() {
         let c = freq[0].0;
         figs.push(Figure {
@@ -537,7 +540,7 @@ pub fn figure_plan(r: &Results) -> Vec<Figure> {
             groups: vec![],
         });
     }
-    let under = traced(r, |c| claims::is_underload_figure(c));
+    let under = traced(r, claims::is_underload_figure);
     if !under.is_empty() {
         let c = under[0].0;
         figs.push(Figure {
