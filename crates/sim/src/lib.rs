@@ -7,6 +7,7 @@ pub mod cfs;
 pub mod dvfs;
 pub mod engine;
 pub mod machine;
+pub mod nest;
 pub mod policy;
 pub mod program;
 pub mod replay;

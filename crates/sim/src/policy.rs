@@ -73,13 +73,14 @@ pub trait Policy {
 }
 
 /// The names `make_policy` accepts.
-pub const POLICIES: &[&str] = &["cfs"];
+pub const POLICIES: &[&str] = &["cfs", "nest"];
 
 /// Build a policy from `name[:key=value,...]`.
 pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
     let (name, params) = crate::parse_spec(spec);
     match name {
         "cfs" => Ok(Box::new(crate::cfs::Cfs::new(machine, &params)?)),
+        "nest" => Ok(Box::new(crate::nest::Nest::new(machine, &params)?)),
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}",
             POLICIES.join(", ")
