@@ -39,6 +39,10 @@
 //!   that have not run yet are not counted, so two placements before either
 //!   task runs can pick the same core.
 //!
+//! Each membership change is a NEST_CHANGE trace event on the CPU, with
+//! a = the new membership and b = the old one (membership::{NONE, RESERVE,
+//! PRIMARY}).
+//!
 //! Every feature has a switch (`nest:spin=off,reserve=off,...`) for the
 //! paper's ablations (section 5.2, 5.3, 5.4), and the four parameters of
 //! Table 1 can be changed (`nest:p_remove=2,r_max=5,r_impatient=2,s_max=2`).
@@ -334,7 +338,7 @@ impl Nest {
     }
 
     /// Into the primary nest (a promotion if it was in the reserve).
-    fn to_primary(&mut self, sim: &mut Sim, c: u32, pid: u32) {
+    fn add_primary(&mut self, sim: &mut Sim, c: u32, pid: u32) {
         match self.member[c as usize] {
             membership::PRIMARY => return,
             membership::RESERVE => self.n.promotions += 1,
@@ -358,7 +362,7 @@ impl Nest {
     }
 
     /// Into the reserve nest if it has room (a core the fallback chose).
-    fn to_reserve(&mut self, sim: &mut Sim, c: u32, pid: u32) {
+    fn add_reserve(&mut self, sim: &mut Sim, c: u32, pid: u32) {
         if self.member[c as usize] == membership::NONE && self.cfg.reserve && self.nr_reserve < self.cfg.r_max {
             self.set_member(sim, c, membership::RESERVE, pid);
         }
@@ -438,15 +442,17 @@ impl Nest {
                 }
             }
             // The previous core, if it is a usable primary core.
-            if self.cfg.prev && w.kind == WakeKind::Wakeup && self.member[prev as usize] == membership::PRIMARY {
-                if self.available(sim, prev) {
-                    if self.cfg.compaction && self.compactable(sim, prev) {
-                        self.n.compactions += 1;
-                        self.demote(sim, prev, pid);
-                    } else {
-                        self.n.prev_hits += 1;
-                        return prev;
-                    }
+            if self.cfg.prev
+                && w.kind == WakeKind::Wakeup
+                && self.member[prev as usize] == membership::PRIMARY
+                && self.available(sim, prev)
+            {
+                if self.cfg.compaction && self.compactable(sim, prev) {
+                    self.n.compactions += 1;
+                    self.demote(sim, prev, pid);
+                } else {
+                    self.n.prev_hits += 1;
+                    return prev;
                 }
             }
             // The primary nest from the previous core (the parent's for a
@@ -460,7 +466,7 @@ impl Nest {
         if self.cfg.reserve {
             if let Some(c) = self.search(sim, membership::RESERVE, self.reserve_start, prev, pid) {
                 self.n.reserve_hits += 1;
-                self.to_primary(sim, c, pid);
+                self.add_primary(sim, c, pid);
                 if impatient {
                     self.n.impatient_expansions += 1;
                     self.ts(t).impatience = 0;
@@ -512,9 +518,9 @@ impl Nest {
                 if impatient {
                     self.n.impatient_expansions += 1;
                 }
-                self.to_primary(sim, c, pid);
+                self.add_primary(sim, c, pid);
             } else {
-                self.to_reserve(sim, c, pid);
+                self.add_reserve(sim, c, pid);
             }
         } else {
             self.n.fallback_busy += 1;
@@ -557,7 +563,7 @@ impl Policy for Nest {
         let c = sim.task(t).cpu;
         self.exited_here[c as usize] = true;
         if let Some(x) = self.ts(t).inflight.take() {
-            self.inflight[x as usize] -= 1;
+            self.inflight[x as usize] = self.inflight[x as usize].saturating_sub(1);
         }
         self.cfs.exit_task(sim, t);
     }
@@ -567,7 +573,7 @@ impl Policy for Nest {
         if !(w.kind == WakeKind::Exec && c == prev) {
             // The claim: a placement to `c` is in flight until the task runs.
             if let Some(x) = self.ts(t).inflight.replace(c) {
-                self.inflight[x as usize] -= 1;
+                self.inflight[x as usize] = self.inflight[x as usize].saturating_sub(1);
             }
             self.inflight[c as usize] += 1;
         }
@@ -594,7 +600,7 @@ impl Policy for Nest {
             s.hist = [Some(cpu), s.hist[0]];
         }
         if let Some(x) = x {
-            self.inflight[x as usize] -= 1;
+            self.inflight[x as usize] = self.inflight[x as usize].saturating_sub(1);
         }
         self.cfs.running(sim, t, cpu);
     }

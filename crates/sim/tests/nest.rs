@@ -57,14 +57,17 @@ fn stat(o: &Outcome, k: &str) -> u64 {
     o.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no stat {k} in {}", o.policy_stats))
 }
 
+type PlacementCheck = Box<dyn FnMut(&Nest, &Sim, Tid, u32, Wake, u32)>;
+type TickCheck = Box<dyn FnMut(&Nest, &Sim, u32)>;
+
 /// A policy that forwards to a shared Nest, so that a test can look at the
 /// nests during and after a run, and call the Nest directly.
 struct Shared {
     nest: Rc<RefCell<Nest>>,
     /// Called after every placement with the Nest, the state and the choice.
-    check: Option<Box<dyn FnMut(&Nest, &Sim, Tid, u32, Wake, u32)>>,
+    check: Option<PlacementCheck>,
     /// Called at every tick.
-    on_tick: Option<Box<dyn FnMut(&Nest, &Sim, u32)>>,
+    on_tick: Option<TickCheck>,
 }
 impl Shared {
     fn new(nest: &Rc<RefCell<Nest>>) -> Shared {
@@ -409,7 +412,7 @@ fn freq_after_short_sleep(policy: &str) -> (u32, Outcome) {
     let (out, evs) = simulate("default", Governor::Powersave, policy, w);
     // The last wake-up: the last CTX_SWITCH to the task.
     let (cpu, back) = evs.iter().rev().find(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0).map(|(c, e)| (*c, e.ts)).unwrap();
-    let f = evs.iter().filter(|(c, e)| *c == cpu && e.id == ids::FREQ_CHANGE && e.ts <= back).last().unwrap().1.a();
+    let f = evs.iter().rev().find(|(c, e)| *c == cpu && e.id == ids::FREQ_CHANGE && e.ts <= back).unwrap().1.a();
     (f, out)
 }
 
@@ -577,3 +580,29 @@ fn bad_parameters_name_the_parameter_and_the_choices() {
     assert!(make_policy("nest:p_remove=1,r_max=3,r_impatient=4,s_max=0,spin=off", &m).is_ok());
 }
 
+
+#[test]
+fn each_nest_is_searched_on_the_previous_cores_die_first() {
+    // Two dies: CPUs 0-15 and 32-47 on die 0, 16-31 and 48-63 on die 1.
+    let m = Machine::load("xeon-gold-6130-2s").unwrap();
+    for die_first in ["on", "off"] {
+        let n = nest(&m, &format!("nest:claim=off,die_first={die_first}"));
+        let mut e = hogs_and_sleepers(&m, &n, 5_000_000);
+        let sim = &mut e.sim;
+        let mut nest = n.borrow_mut();
+        let (s, t): (Tid, Tid) = (4, 5);
+        // 20 (die 1) through the fallback into the reserve, promoted when s
+        // (previous core 5, die 0) finds no other nest core.
+        assert_eq!(nest.select_cpu(sim, t, 20, wakeup(20)), 20);
+        assert_eq!(nest.select_cpu(sim, s, 5, wakeup(5)), 20);
+        // s misses its busy previous core 0 twice: the second time it gets
+        // the fair class's idle core on die 0 (4) into the primary nest.
+        assert_eq!(nest.select_cpu(sim, s, 0, wakeup(0)), 20);
+        assert_eq!(nest.select_cpu(sim, s, 0, wakeup(0)), 4);
+        assert_eq!(nest.primary(), vec![4, 20]);
+        // From CPU 10 (die 0), in CPU order 20 comes before 4 (after the
+        // wrap); die first, 4 is found first.
+        let c = nest.select_cpu(sim, t, 10, wakeup(10));
+        assert_eq!(c, if die_first == "on" { 4 } else { 20 });
+    }
+}
