@@ -481,6 +481,10 @@ impl Nest {
     fn fallback(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake, impatient: bool, pid: u32) -> u32 {
         self.n.fallbacks += 1;
         let mut c = self.cfs.select_cpu(sim, t, prev, w);
+        if w.kind == WakeKind::Exec && c == prev {
+            // The exec'ing task stays where it runs.
+            return c;
+        }
         if w.kind == WakeKind::Wakeup && self.cfg.conservation && !self.available(sim, c) {
             // Section 3.4: the fair class only searched one die; search the
             // others, from the next die on.
