@@ -214,8 +214,8 @@ fn an_impatient_task_grows_the_primary_nest() {
     // Direct calls place no task, so no placement ever completes: without
     // claim=off, every chosen core would stay claimed.
     let m = Machine::load("default").unwrap();
-    for impatience in ["on", "off"] {
-        let n = nest(&m, &format!("nest:claim=off,impatience={impatience}"));
+    for impatience in ["on", "off", "r_impatient=3"] {
+        let n = nest(&m, &format!("nest:claim=off,impatience={impatience}").replace("impatience=r_", "r_"));
         let mut e = hogs_and_sleepers(&m, &n, 5_000_000);
         let sim = &mut e.sim;
         let mut nest = n.borrow_mut();
@@ -240,9 +240,14 @@ fn an_impatient_task_grows_the_primary_nest() {
             // The counter was reset: the next miss is patient again.
             assert_eq!(nest.select_cpu(sim, s, 0, wakeup(0)), c.min(5));
         } else {
+            // Off, or patient for one more miss.
             assert_eq!(c, 5);
             assert_eq!(nest.primary(), vec![5]);
             assert_eq!(nest.counters().impatient_expansions, 0);
+            if impatience == "r_impatient=3" {
+                assert_ne!(nest.select_cpu(sim, s, 0, wakeup(0)), 5);
+                assert_eq!(nest.counters().impatient_expansions, 1);
+            }
         }
     }
 }
@@ -422,6 +427,10 @@ fn spinning_keeps_an_idle_primary_core_at_its_frequency() {
     let (f_nospin, off) = freq_after_short_sleep("nest:spin=off");
     assert!(stat(&on, "spins") >= 1 && stat(&on, "spin_ns") > 0);
     assert_eq!(stat(&off, "spins"), 0);
+    let (f_zero, zero) = freq_after_short_sleep("nest:s_max=0");
+    assert_eq!((stat(&zero, "spins"), f_zero), (0, f_nospin));
+    // Each spin lasts at most S_max = 2 ticks.
+    assert!(stat(&on, "spin_ns") <= stat(&on, "spins") * 2 * TICK_NS);
     assert_eq!(f_spin, 3_000_000, "the spinning core stays at the top");
     assert!(f_nospin < f_spin, "{f_nospin} {f_spin}");
     // The task came back faster at the higher frequency.
