@@ -25,12 +25,17 @@
 //!   (section 3.1).
 //! - Impatience: a task whose previous core is busy R_impatient times in a
 //!   row skips the primary nest, and the core it gets joins the primary nest
-//!   directly (section 3.1).
+//!   directly (section 3.1). ASSUMPTIONS: the miss is counted on wakeups
+//!   (a fork has no previous core of its own) and the placement that makes
+//!   the R_impatient-th miss is already impatient; an impatient task that
+//!   finds no idle core outside the primary nest takes an idle primary core
+//!   rather than wait behind another task.
 //! - Attachment: a task that ran twice in a row on the same core is attached
 //!   to it (section 3.3).
 //! - Spinning: a primary core whose task blocks stays in C0 at its frequency
 //!   for up to S_max ticks, and stops as soon as its SMT sibling has work
-//!   (section 3.2).
+//!   (section 3.2). The engine ends a spin at the time it was given, so a
+//!   spin cut short by the sibling ends 1 ns later.
 //! - Claim flag: a core chosen for a placement that is still in flight (the
 //!   task has not started to run there) is not chosen again (section 3.4).
 //!   The simulator places one task at a time and counts a placed task on its
@@ -42,6 +47,9 @@
 //! Each membership change is a NEST_CHANGE trace event on the CPU, with
 //! a = the new membership and b = the old one (membership::{NONE, RESERVE,
 //! PRIMARY}).
+//!
+//! With reserve=off, the cores the fallback chooses join the primary nest
+//! directly, and demoted cores leave the nests.
 //!
 //! Every feature has a switch (`nest:spin=off,reserve=off,...`) for the
 //! paper's ablations (section 5.2, 5.3, 5.4), and the four parameters of
