@@ -461,7 +461,7 @@ impl Cfs {
         self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
     }
 
-    fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32) -> u32 {
+    pub fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32) -> u32 {
         let m = &sim.machine;
         if self.idle(sim, target) {
             return target;

@@ -90,6 +90,10 @@ pub struct Task {
     wait: WaitFor,
     block_gen: u32,
     blocked_on: BlockedOn,
+    /// The barrier it spin-waits at (Step::BarrierSpin): it stays running
+    /// (or runnable, if preempted) with the spin's cycles as its work; if
+    /// the spin runs out first it blocks on the barrier.
+    spinning: Option<u32>,
     /// The task's PELT utilisation (0..1) as of `util_t`.
     util: f64,
     util_t: u64,
@@ -1073,6 +1077,7 @@ impl Engine {
             wait: WaitFor::None,
             block_gen: 0,
             blocked_on: BlockedOn::Nothing,
+            spinning: None,
             // A new task starts at half utilisation: util_avg = 512 when
             // forked on an idle CPU (MODEL-FACTS.md section 4; we use it
             // whatever the CPU's load).
@@ -1230,6 +1235,12 @@ impl Engine {
 
     /// Run `t`'s program on `c` until it computes, blocks or exits.
     fn advance(&mut self, c: u32, t: Tid) -> Result<(), SimError> {
+        if let Some(b) = self.sim.tasks[t as usize].spinning.take() {
+            // Its spin ran out before the barrier opened (a release clears
+            // `spinning`): it sleeps there, still counted as arrived.
+            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
+            return Ok(());
+        }
         let progs = self.sim.progs.clone();
         loop {
             let step = {
@@ -1379,19 +1390,42 @@ impl Engine {
                     }
                     self.sim.emit(c, pid, ids::FUTEX_WAKE, f, woken);
                 }
-                Step::Barrier(b) => {
+                Step::Barrier(b) | Step::BarrierSpin(b, _) => {
                     let bar = &mut self.sim.barriers[b as usize];
                     if bar.arrived.len() as u32 + 1 >= bar.count {
                         let waiters = std::mem::take(&mut bar.arrived);
                         for &w in &waiters {
-                            self.wake(w, Some(t), false);
+                            if self.sim.tasks[w as usize].spinning.is_some() {
+                                // A spinning waiter sees the barrier open
+                                // and goes on: no wake-up.
+                                self.release_spinner(w);
+                            } else {
+                                self.wake(w, Some(t), false);
+                            }
                         }
                         let bar = &mut self.sim.barriers[b as usize];
                         bar.arrived = waiters;
                         bar.arrived.clear();
                     } else {
                         bar.arrived.push(t);
-                        self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
+                        let spin = match *step {
+                            Step::BarrierSpin(_, a) => {
+                                let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
+                                a.sample(u)
+                            }
+                            _ => 0.0,
+                        };
+                        if spin >= 1.0 {
+                            // Spin: the task keeps running, with the spin's
+                            // cycles as its work.
+                            let task = &mut self.sim.tasks[t as usize];
+                            task.spinning = Some(b);
+                            task.remaining = spin;
+                            self.sim.zero_time_steps = 0;
+                            self.sim.start_segment(c);
+                        } else {
+                            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
+                        }
                         return Ok(());
                     }
                 }
@@ -1415,6 +1449,22 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+
+    /// The barrier a task spins at opened: it stops spinning and goes on
+    /// past the barrier, where it is (running: at once; preempted: when it
+    /// runs again). No wake-up, as it never slept.
+    fn release_spinner(&mut self, w: Tid) {
+        self.sim.tasks[w as usize].spinning = None;
+        let c = self.sim.tasks[w as usize].cpu;
+        if self.sim.tasks[w as usize].state == TState::Running {
+            self.sim.sync_progress(c);
+            self.sim.tasks[w as usize].remaining = 0.0;
+            // A segment end now: its CPU's next event carries it on.
+            self.sim.start_segment(c);
+        } else {
+            self.sim.tasks[w as usize].remaining = 0.0;
         }
     }
 

@@ -8,6 +8,7 @@ pub mod dvfs;
 pub mod engine;
 pub mod haiku;
 pub mod machine;
+pub mod nest;
 pub mod policy;
 pub mod program;
 pub mod replay;

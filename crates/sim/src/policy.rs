@@ -73,7 +73,7 @@ pub trait Policy {
 }
 
 /// The names `make_policy` accepts.
-pub const POLICIES: &[&str] = &["cfs", "slocal", "smove", "haiku-low-latency", "haiku-power-saving"];
+pub const POLICIES: &[&str] = &["cfs", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"];
 
 /// Build a policy from `name[:key=value,...]`.
 pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
@@ -84,6 +84,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         "smove" => Ok(Box::new(crate::smove::SMove::new(machine, &params)?)),
         "haiku-low-latency" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::LowLatency, &params)?)),
         "haiku-power-saving" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::PowerSaving, &params)?)),
+        "nest" => Ok(Box::new(crate::nest::Nest::new(machine, &params)?)),
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}",
             POLICIES.join(", ")

@@ -66,6 +66,13 @@ pub enum Step {
     FutexWake(u32, u32),
     /// Wait until `count` tasks have reached barrier N.
     Barrier(u32),
+    /// Wait at barrier N as an OpenMP runtime does: spin (stay running,
+    /// burning cycles) for up to this many cycles, then block as `Barrier`
+    /// if the barrier has not opened meanwhile. The spin is counted in
+    /// cycles, like a spin count, so it is shorter at a higher frequency and
+    /// does not advance while the task is preempted. A spin of less than one
+    /// cycle is `Barrier`.
+    BarrierSpin(u32, Amount),
     /// Run program P `n` times, then go on.
     Repeat(ProgId, u64),
     /// Run program P again and again until this many ns after the loop began.
@@ -167,7 +174,7 @@ impl Workload {
                     Step::Fork(p) | Step::Repeat(p, _) | Step::RepeatFor(p, _) => p >= np,
                     Step::PipeRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
                     Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
-                    Step::Barrier(i) => i as usize >= self.barriers.len(),
+                    Step::Barrier(i) | Step::BarrierSpin(i, _) => i as usize >= self.barriers.len(),
                     _ => false,
                 };
                 if bad {

@@ -286,37 +286,58 @@ fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     Ok(())
 }
 
+/// How long an OpenMP thread spins at a barrier before it sleeps, in us at
+/// the reference frequency: libgomp without OMP_WAIT_POLICY spins 300 000
+/// iterations, "3 msec" by its own estimate of 100 000 spins per ms, and
+/// only 100 iterations when there are more threads than CPUs
+/// (MODEL-FACTS.md section 9, gcc libgomp/env.c). ASSUMPTION: that
+/// estimate holds at the 2 GHz reference frequency (3000 us and 1 us).
+fn omp_spin_default(threads: u64, m: &Machine) -> f64 {
+    if threads > m.nr_cpus as u64 {
+        1.0
+    } else {
+        3000.0
+    }
+}
+
 /// NAS-like OpenMP kernel (MODEL-FACTS.md section 9): one thread per CPU,
-/// iterations of parallel regions ended by barriers. ASSUMPTIONS: 200
-/// iterations of 2 ms per thread (jitter 0.1); barrier waits block at once
-/// (libgomp spins 300 000 iterations first; not modelled).
+/// iterations of parallel regions ended by barriers, where threads spin
+/// `spin_us` before they block (libgomp's default wait policy; see
+/// omp_spin_default; spin_us=0: block at once). ASSUMPTIONS: 200
+/// iterations of 2 ms per thread (jitter 0.1).
 fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
     let iters = p.int("iterations", 200)?;
     let region = p.num("region_us", 2000.0)?;
     let j = p.num("jitter", 0.1)?;
-    barrier_threads(w, threads, iters, work(region, j), ["region", "omp", "nas"]);
+    let spin = p.num("spin_us", omp_spin_default(threads, m))?;
+    barrier_threads(w, threads, iters, work(region, j), spin, ["region", "omp", "nas"]);
     Ok(())
 }
 
-/// mkl-dnn-like (shared/seeds/000, section 4.4): threads on all CPUs that
-/// block and unblock constantly: short work items between barriers.
-/// ASSUMPTIONS: 2000 iterations of 100 us.
+/// mkl-dnn-like (shared/seeds/000, section 4.4): threads on all CPUs with
+/// short work items between barriers. mkl-dnn uses the OpenMP runtime it
+/// was built with (MODEL-FACTS.md section 9: GCC, so libgomp), so barrier
+/// waits spin `spin_us` first as in `nas`. ASSUMPTIONS: 2000 iterations of
+/// 100 us.
 fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
     let iters = p.int("iterations", 2000)?;
     let item = p.num("item_us", 100.0)?;
     let j = p.num("jitter", 0.3)?;
-    barrier_threads(w, threads, iters, work(item, j), ["item", "mkl", "mkl-dnn"]);
+    let spin = p.num("spin_us", omp_spin_default(threads, m))?;
+    barrier_threads(w, threads, iters, work(item, j), spin, ["item", "mkl", "mkl-dnn"]);
     Ok(())
 }
 
 /// `threads` threads (the main one and its forked workers) each run `iters`
-/// iterations of `item` followed by a barrier of all of them. `names`: the
+/// iterations of `item` followed by a barrier of all of them, spinning up
+/// to `spin_us` there before blocking (0: block at once). `names`: the
 /// iteration body, the worker program, the main program.
-fn barrier_threads(w: &mut Workload, threads: u64, iters: u64, item: Step, names: [&str; 3]) {
+fn barrier_threads(w: &mut Workload, threads: u64, iters: u64, item: Step, spin_us: f64, names: [&str; 3]) {
     let b = w.barrier(threads as u32);
-    let body = w.add(names[0], vec![item, Step::Barrier(b)]);
+    let wait = if spin_us > 0.0 { Step::BarrierSpin(b, Amount::work_us(spin_us, 0.0)) } else { Step::Barrier(b) };
+    let body = w.add(names[0], vec![item, wait]);
     let worker = w.add(names[1], vec![Step::Repeat(body, iters), Step::Exit]);
     let mut main = vec![];
     for _ in 1..threads {
