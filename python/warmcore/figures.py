@@ -30,6 +30,7 @@ import warmcore  # noqa: E402
 
 INTERVAL_NS = 4_000_000  # one tick at 250 Hz (shared/seeds/001, section 5.2)
 RUNNABLE = 0  # prev_state of a preempted task (crates/trace/src/event.rs)
+WINDOW_S = 0.3  # the span of Nest Figure 3 (shared/seeds/001, section 5.2)
 
 
 def _cols(batch, *names):
@@ -108,14 +109,20 @@ def draw_freq(fig_spec, out_dir):
 
 
 def draw_underload(fig_spec, out_dir):
-    fig, ax = plt.subplots(figsize=(10, 3.5))
-    for s in fig_spec["series"]:
+    """One panel per policy over the first 0.3 s, as Nest Figure 3; the mean
+    is over the whole run."""
+    series = fig_spec["series"]
+    fig, axes = plt.subplots(len(series), 1, figsize=(10, 1.2 + 1.8 * len(series)), squeeze=False, sharex=True,
+                             sharey=True)
+    for ax, s in zip(axes[:, 0], series):
         x, u = underload_series(warmcore.open(out_dir / s["trace"]))
-        ax.step(x, u, where="post", label=f"{s['label']} (mean {u.mean():.2f} per interval)", linewidth=0.9)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("underload (cores)")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.set_title(fig_spec["title"], fontsize=11)
+        keep = x < WINDOW_S
+        ax.bar(x[keep], u[keep], width=INTERVAL_NS / 1e9, align="edge", color="tab:red")
+        ax.set_title(f"{s['label']}: mean {u.mean():.2f} per 4 ms interval over the run", fontsize=9, loc="left")
+        ax.set_ylabel("underload")
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[-1, 0].set_xlim(0, WINDOW_S)
+    fig.suptitle(fig_spec["title"] + f", first {WINDOW_S} s", fontsize=11)
     fig.tight_layout()
     fig.savefig(out_dir / fig_spec["file"], dpi=110)
     plt.close(fig)

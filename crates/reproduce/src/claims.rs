@@ -124,7 +124,7 @@ pub fn is_freq_figure(c: &Cell) -> bool {
 
 /// The runs drawn as Nest Figure 3: configure on the 5218 under schedutil.
 pub fn is_underload_figure(c: &Cell) -> bool {
-    c.machine == G5218 && c.workload.starts_with("configure") && c.governor == "schedutil" && !c.policy.contains('=')
+    c.machine == G5218 && c.workload.starts_with("configure") && c.governor == "schedutil" && (c.policy == "cfs" || c.policy == "nest")
 }
 
 fn pct(x: f64) -> String {
@@ -419,6 +419,9 @@ fn check4(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let mut energy = true;
     let mut smove_small = true;
     let mut notes = Vec::new();
+    let mut total_armed = 0.0;
+    let mut best_nest = f64::MIN;
+    let mut best_energy = f64::MIN;
     for m in &s.nest_machines {
         let c = Cell::new(m, &s.configure, "cfs", "schedutil");
         let n = c.with_policy("nest");
@@ -442,19 +445,22 @@ fn check4(r: &Results, s: &Setup) -> Result<Outcome, String> {
         energy &= en < ec;
         if *m != E7 {
             smove_small &= sm < ON_PAR_PCT;
-            let (_, base) = crate::machine_freqs(m)?;
-            notes.push(format!(
-                "{}: busy time below {base} MHz CFS {:.0} %, Nest {:.0} %; S_move armed {:.0} timers, {:.0} placements kept on CFS's CPU at high frequency",
-                short_machine(m),
-                r.fraction_below(&c, base)? * 100.0,
-                r.fraction_below(&n, base)? * 100.0,
-                r.policy_stat(&c.with_policy("smove"), &["armed"]).unwrap_or(f64::NAN),
-                r.policy_stat(&c.with_policy("smove"), &["high_freq"]).unwrap_or(f64::NAN),
-            ));
         }
+        let (_, base) = crate::machine_freqs(m)?;
+        let armed = r.policy_stat(&c.with_policy("smove"), &["armed"]).unwrap_or(f64::NAN);
+        total_armed += armed;
+        best_nest = best_nest.max(sp);
+        best_energy = best_energy.max(de);
+        notes.push(format!(
+            "{}: busy time below {base} MHz CFS {:.0} %, Nest {:.0} %; S_move armed {armed:.0} timers, {:.0} placements kept on CFS's CPU at high frequency",
+            short_machine(m),
+            r.fraction_below(&c, base)? * 100.0,
+            r.fraction_below(&n, base)? * 100.0,
+            r.policy_stat(&c.with_policy("smove"), &["high_freq"]).unwrap_or(f64::NAN),
+        ));
     }
     let ok = fast && under && energy && smove_small;
-    let note = format!(
+    let mut note = format!(
         "Checks: Nest more than {ON_PAR_PCT} % faster on every machine ({}); Nest underload at most a quarter of CFS's ({}); \
          Nest energy lower ({}); S_move under {ON_PAR_PCT} % on the 6130/5218 ({}). {}.",
         yn(fast),
@@ -463,6 +469,20 @@ fn check4(r: &Results, s: &Setup) -> Result<Outcome, String> {
         yn(smove_small),
         notes.join("; ")
     );
+    if total_armed == 0.0 {
+        note.push_str(
+            " S_move never armed a timer under schedutil, on any machine: no tick of a core CFS chose saw the minimum \
+             frequency, the reason the paper gives for the 6130 and 5218 (section 5.2); the paper saw slightly higher \
+             S_move gains on the E7, the model none.",
+        );
+    }
+    // The paper: Nest up to 37 % faster, up to 19 % less CPU energy.
+    if best_nest > 37.0 * 1.1 || best_energy > 19.0 * 1.1 {
+        note.push_str(&format!(
+            " Magnitudes: best Nest speedup {best_nest:.0} % (paper: up to 37 %), best energy saving {best_energy:.0} % \
+             (paper: up to 19 %); the modelled configure is a pure fork/wait chain of short tasks, a best case for Nest."
+        ));
+    }
     Ok(Outcome { sim_value: parts.join("; "), reproduced: ok, note })
 }
 
@@ -483,7 +503,19 @@ fn check5(r: &Results, s: &Setup) -> Result<Outcome, String> {
         parts.push(format!("{}: Nest {}", short_machine(m), pct(sp)));
         ok &= sp.abs() <= ON_PAR_PCT;
     }
-    let note = format!("Check: Nest within +-{ON_PAR_PCT} % of CFS on each 2-socket machine ({}).", yn(ok));
+    let mut note = format!("Check: Nest within +-{ON_PAR_PCT} % of CFS on each 2-socket machine ({}).", yn(ok));
+    for m in &s.two_socket {
+        let c = Cell::new(m, &s.nas, "cfs", "schedutil");
+        let n = c.with_policy("nest");
+        note.push_str(&format!(
+            " {}: migrations CFS {:.0}, Nest {:.0}; overload/s CFS {:.1}, Nest {:.1}.",
+            short_machine(m),
+            r.mean_of(&c, |x| x.migrations as f64)?,
+            r.mean_of(&n, |x| x.migrations as f64)?,
+            r.mean_of(&c, |x| x.overload_per_s.unwrap_or(0.0))?,
+            r.mean_of(&n, |x| x.overload_per_s.unwrap_or(0.0))?,
+        ));
+    }
     Ok(Outcome { sim_value: parts.join("; "), reproduced: ok, note })
 }
 
@@ -535,12 +567,59 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
         spin_ok &= d < -ON_PAR_PCT;
     }
     let ok = reserve_ok && spin_ok;
-    let note = format!(
+    let mut note = format!(
         "Checks: configure more than {} % slower without the reserve nest on every machine ({}); h2 more than {ON_PAR_PCT} % slower without spinning ({}).",
         ON_PAR_PCT / 2.0,
         yn(reserve_ok),
         yn(spin_ok)
     );
+    let mut worst_reserve = 0.0f64;
+    for m in &s.nest_machines {
+        let (_, base) = crate::machine_freqs(m)?;
+        let n = Cell::new(m, &s.configure, "nest", "schedutil");
+        let o = n.with_policy("nest:reserve=off");
+        worst_reserve = worst_reserve.min(r.improvement(&o, "nest")?);
+        note.push_str(&format!(
+            " configure {}: fair-class fallbacks Nest {:.0}, without reserve {:.0}; time with a task waiting while a CPU idles {:.0} ms and {:.0} ms; \
+             wake-up latency p99 {:.0} us and {:.0} us; busy below {base} MHz {:.0} % and {:.0} %.",
+            short_machine(m),
+            r.policy_stat(&n, &["fallbacks"]).unwrap_or(f64::NAN),
+            r.policy_stat(&o, &["fallbacks"]).unwrap_or(f64::NAN),
+            r.mean_of(&n, |x| x.work_conservation_violation_ns as f64 / 1e6)?,
+            r.mean_of(&o, |x| x.work_conservation_violation_ns as f64 / 1e6)?,
+            r.mean_of(&n, p99_us)?,
+            r.mean_of(&o, p99_us)?,
+            r.fraction_below(&n, base)? * 100.0,
+            r.fraction_below(&o, base)? * 100.0,
+        ));
+    }
+    for m in &s.two_socket {
+        let (_, base) = crate::machine_freqs(m)?;
+        let n = Cell::new(m, &s.h2, "nest", "schedutil");
+        let o = n.with_policy("nest:spin=off");
+        note.push_str(&format!(
+            " h2 {}: busy below {base} MHz Nest {:.0} %, without spinning {:.0} %.",
+            short_machine(m),
+            r.fraction_below(&n, base)? * 100.0,
+            r.fraction_below(&o, base)? * 100.0,
+        ));
+    }
+    // The paper: about 5 %, up to 16 % on the E7.
+    if worst_reserve < -3.0 * 16.0 {
+        note.push_str(
+            " Without the reserve nest the model's loss is several times the paper's: the placements the reserve nest \
+             took go to the fair class instead (the fallbacks above), and the tasks placed there wait longer before \
+             they run (the waiting time and wake-up latency above); on the E7 they also run on slow cores.",
+        );
+    }
+    if !spin_ok {
+        note.push_str(
+            " Removing spinning slows h2 in the paper's direction but by less than the paper's 10-21 % on some machine. \
+             The paper's reason is frequency (without spinning, too little core activity for the higher frequencies, \
+             section 5.3); in the model h2's cores stay fast either way (the busy time below the nominal frequency \
+             above), so that part of the loss is mostly absent.",
+        );
+    }
     Ok(Outcome { sim_value: parts.join("; "), reproduced: ok, note })
 }
 
