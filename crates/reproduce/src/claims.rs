@@ -373,7 +373,8 @@ fn check3(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let a = mkl_l < -ON_PAR_PCT;
     let b = nas_l < -ON_PAR_PCT;
     let c = worst_move > worst_local;
-    let ok = a && b && c;
+    let d = worst_move_w == "hackbench";
+    let ok = a && b && c && d;
     let sim_value = format!(
         "{}; worst case: S_local {}, S_move {} ({})",
         rows.join("; "),
@@ -382,10 +383,12 @@ fn check3(r: &Results, s: &Setup) -> Result<Outcome, String> {
         worst_move_w
     );
     let mut note = format!(
-        "Check: S_local more than {ON_PAR_PCT} % worse on mkl-dnn ({}) and on NAS ({}), and S_move's worst case better than S_local's ({}). ",
-        if a { "yes" } else { "no" },
-        if b { "yes" } else { "no" },
-        if c { "yes" } else { "no" }
+        "Check: S_local more than {ON_PAR_PCT} % worse on mkl-dnn ({}) and on NAS ({}), S_move's worst case better than S_local's ({}), \
+         and S_move's worst case hackbench ({}). ",
+        yn(a),
+        yn(b),
+        yn(c),
+        yn(d)
     );
     let mkl = Cell::new(E7, &s.mkl, "cfs", "powersave");
     note.push_str(&format!(
@@ -397,8 +400,12 @@ fn check3(r: &Results, s: &Setup) -> Result<Outcome, String> {
         r.mean_of(&mkl.with_policy("slocal"), |x| x.overload_per_s.unwrap_or(0.0))?,
         r.mean_of(&mkl.with_policy("smove"), |x| x.overload_per_s.unwrap_or(0.0))?,
     ));
-    if worst_move_w != "hackbench" {
-        note.push_str(&format!(" S_move's worst case here is {worst_move_w}, not hackbench."));
+    if !d {
+        note.push_str(&format!(
+            " S_move's worst case here is {worst_move_w} ({}), far beyond the paper's worst of 8.4 %: the deferred \
+             migrations leave the barrier threads waiting (the work-conservation and overload figures above).",
+            pct(worst_move)
+        ));
     }
     // The paper's S_local losses: 80 % (mkl-dnn), 17 % (NAS LU).
     if mkl_l < -3.0 * 80.0 || nas_l < -3.0 * 17.0 {
