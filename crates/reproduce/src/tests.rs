@@ -233,3 +233,27 @@ fn unwritable_dir_is_one_line() {
     let e = prepare_dir(Path::new("/proc/warmcore-cannot-write-here")).err().unwrap();
     assert!(e.contains("choose a writable --out") && !e.contains('\n'), "{e}");
 }
+
+#[test]
+fn parallel_runs_keep_the_order_and_the_results_of_serial_ones() {
+    let s = Setup::new(true);
+    let specs: Vec<RunSpec> = plan_runs(&[claim(1, &s)]).into_iter().map(|p| p.0).collect();
+    let dir = std::env::temp_dir().join(format!("warmcore-reproduce-test-{}", std::process::id()));
+    prepare_dir(&dir).unwrap();
+    let serial = run_all(&specs, &dir, 1);
+    let parallel = run_all(&specs, &dir, 3);
+    assert_eq!(serial.len(), specs.len());
+    for ((a, b), spec) in serial.iter().zip(&parallel).zip(&specs) {
+        assert_eq!(&a.spec, spec);
+        assert_eq!(&b.spec, spec);
+        let (ra, rb) = (a.report.as_ref().unwrap(), b.report.as_ref().unwrap());
+        assert_eq!((ra.makespan_ns, ra.sim_events, ra.migrations), (rb.makespan_ns, rb.sim_events, rb.migrations));
+        assert_eq!(ra.workload, spec.cell.workload);
+        // Traced runs wrote their trace.
+        assert_eq!(a.trace.is_some(), spec.trace);
+        if let Some(t) = &a.trace {
+            assert!(dir.join(t).metadata().unwrap().len() > 0);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
