@@ -22,7 +22,10 @@ pub struct SimArgs {
     /// workload .toml file (see workloads/).
     #[arg(long)]
     pub workload: String,
-    /// Placement policy, with parameters: name[:key=value,...].
+    /// Placement policy, with parameters: name[:key=value,...]. Built in:
+    /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz),
+    /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
+    /// r_impatient, s_max), haiku-low-latency, haiku-power-saving.
     #[arg(long, default_value = "cfs")]
     pub policy: String,
     /// Frequency governor: powersave (hardware-controlled), schedutil,
