@@ -16,8 +16,8 @@ pub struct ReproduceArgs {
     /// the figures (PNG) and traces/ (created if missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// One seed instead of five, and smaller hackbench and schbench runs
-    /// (under 10 minutes on 2 cores).
+    /// One seed instead of ten, and smaller hackbench and schbench runs
+    /// (seconds instead of a minute or two).
     #[arg(long)]
     pub quick: bool,
     /// Only these claims, comma-separated ids (1-8), e.g. --only 1,2.

@@ -71,7 +71,9 @@ impl Setup {
             common
         } else {
             Setup {
-                seeds: vec![1, 2, 3, 4, 5],
+                // Ten runs, as both papers (shared/seeds/000, section 4;
+                // shared/seeds/001, section 5.1).
+                seeds: (1..=10).collect(),
                 // hackbench-10000 of shared/seeds/000 (section 4.4): 250
                 // groups of 40 tasks; fewer loops to bound the run.
                 hackbench_fcmh: "hackbench:groups=250,loops=40".into(),
