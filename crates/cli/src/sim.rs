@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
+use warmcore_sim::run::improvement_pct;
 use warmcore_sim::{run, Limits, RunConfig, RunReport};
 
 #[derive(Args)]
@@ -160,18 +161,6 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
-/// Improvement in percent, higher is better, whatever the metric's direction
-/// (shared/seeds/000, section 4: "higher is always better").
-fn improvement(base: f64, x: f64, lower_is_better: bool) -> f64 {
-    if base == 0.0 {
-        return 0.0;
-    }
-    if lower_is_better {
-        (base - x) / base * 100.0
-    } else {
-        (x - base) / base * 100.0
-    }
-}
 
 /// Split `--policies`: commas separate policies, and also a policy's
 /// parameters (`cfs,smove:delay_us=50,threshold_khz=1200000,nest`): a
@@ -228,9 +217,9 @@ pub fn compare(a: CompareArgs) -> Result<()> {
             policy,
             mean,
             std,
-            improvement_pct: improvement(base, mean, lower),
+            improvement_pct: improvement_pct(base, mean, lower),
             energy_j: e,
-            energy_improvement_pct: improvement(base_e, e, true),
+            energy_improvement_pct: improvement_pct(base_e, e, true),
         })
         .collect();
     let c = Comparison { machine, workload: a.workload, governor: a.governor, runs: a.runs, metric, results };

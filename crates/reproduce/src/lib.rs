@@ -113,19 +113,7 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// Improvement in percent, higher is better whatever the metric's direction
-/// (as `warmcore compare`; shared/seeds/000, section 4: "higher is always
-/// better"; shared/seeds/001, section 5.1).
-pub fn improvement_pct(base: f64, x: f64, lower_is_better: bool) -> f64 {
-    if base == 0.0 {
-        return 0.0;
-    }
-    if lower_is_better {
-        (base - x) / base * 100.0
-    } else {
-        (x - base) / base * 100.0
-    }
-}
+pub use warmcore_sim::run::improvement_pct;
 
 impl Results {
     pub fn new(done: Vec<Done>) -> Results {

@@ -134,6 +134,20 @@ impl Sink for StatsSink {
     }
 }
 
+/// Improvement in percent, higher is better whatever the metric's direction
+/// (shared/seeds/000, section 4: "higher is always better"; shared/seeds/001,
+/// section 5.1), for `compare` and `reproduce`.
+pub fn improvement_pct(base: f64, x: f64, lower_is_better: bool) -> f64 {
+    if base == 0.0 {
+        return 0.0;
+    }
+    if lower_is_better {
+        (base - x) / base * 100.0
+    } else {
+        (x - base) / base * 100.0
+    }
+}
+
 fn percentile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
