@@ -45,9 +45,11 @@ fuzz-short: setup
 demo: build
 	@mkdir -p $(DEMO_OUT)
 	@echo "== The simulator: the Linux fair class on a small machine, a configure-like fork/wait chain"
-	$(BIN) compare --machine default --workload configure --policies cfs --governor powersave --runs 3
+	$(BIN) compare --machine default --workload configure --policies cfs,slocal,smove,nest --governor powersave --runs 3
 	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
+	@echo "== The papers' claims re-run in the simulator (report, claims.json, figures)"
+	$(BIN) reproduce --quick --out $(DEMO_OUT)/reproduce
 	@echo "== A real recording: perf sched record of make -j2, imported"
 	$(BIN) trace import --from perf-script fixtures/perf-make-j2.txt.zst -o $(DEMO_OUT)/perf-make-j2.wct
 	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct
