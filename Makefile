@@ -44,7 +44,7 @@ fuzz-short: setup
 
 demo: build
 	@mkdir -p $(DEMO_OUT)
-	@echo "== The simulator: the Linux fair class on a small machine, a configure-like fork/wait chain"
+	@echo "== The simulator: the Linux fair class and the papers' policies on a small machine, a configure-like fork/wait chain"
 	$(BIN) compare --machine default --workload configure --policies cfs,slocal,smove,nest --governor powersave --runs 3
 	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
