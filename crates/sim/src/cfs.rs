@@ -119,8 +119,10 @@ struct Rq {
     /// Recent load: average of runnable tasks (includes the decaying load of
     /// tasks that ran here recently, as 5.9's load_avg with blocked load).
     load: Avg,
-    /// Per domain level, when this CPU last balanced at it (sd->last_balance).
-    last_balance: [u64; 3],
+    /// Per domain level, when this CPU last balanced at it (sd->last_balance);
+    /// None before its first balance: at the start of a run every level is
+    /// due, as on a machine that was idle (no ilb kicks) before the run.
+    last_balance: [Option<u64>; 3],
     nohz_kicked: bool,
 }
 impl Rq {
@@ -617,10 +619,10 @@ impl Cfs {
         for li in 0..self.levels.len() {
             let level = self.levels[li];
             let interval = Self::interval(sim, level, cpu, !idle);
-            if now < self.rq[cpu as usize].last_balance[li] + interval {
+            if self.rq[cpu as usize].last_balance[li].is_some_and(|last| now < last + interval) {
                 continue;
             }
-            self.rq[cpu as usize].last_balance[li] = now;
+            self.rq[cpu as usize].last_balance[li] = Some(now);
             sim.trace(cpu, pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
             let pulled = self.load_balance(sim, cpu, level, idle);
             sim.trace(cpu, pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
@@ -649,7 +651,8 @@ impl Cfs {
             self.n.nohz_pulls += pulled as u64;
             if self.idle(sim, c) || c == ilb {
                 for li in 0..self.levels.len() {
-                    let due = self.rq[c as usize].last_balance[li] + Self::interval(sim, self.levels[li], c, false);
+                    let last = self.rq[c as usize].last_balance[li].unwrap_or(0);
+                    let due = last + Self::interval(sim, self.levels[li], c, false);
                     next = next.min(due);
                 }
             }
