@@ -13,7 +13,8 @@
 //!   the target's sibling, else the target.
 //! - Per-CPU vruntime-ordered queues, wakeup preemption, tick preemption.
 //! - Periodic load balancing per domain level (interval = span weight in ms,
-//!   x32 when busy, measured from the level's last balance): 5.9's
+//!   x32 when busy, measured from the level's last balance; every level is
+//!   due at a CPU's first balance, as after an idle spell): 5.9's
 //!   load_balance on runnable counts (group types has_spare / fully_busy /
 //!   overloaded; migrate_util, migrate_task with prefer_sibling and
 //!   adjust_numa_imbalance, migrate_load), pulling up to the imbalance,

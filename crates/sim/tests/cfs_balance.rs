@@ -154,3 +154,22 @@ fn two_tasks_on_one_cpu_are_split_by_the_idle_balance() {
     assert!(out.makespan_ns < 550 * MS, "makespan {} ns", out.makespan_ns);
 }
 
+
+#[test]
+fn a_small_imbalance_stays_on_its_socket() {
+    // Two tasks on one CPU of socket 2: the ilb (the first idle CPU, on
+    // socket 0) balances for every idle CPU; at NUMA level
+    // adjust_numa_imbalance leaves a 2-task imbalance alone, so the task
+    // that moves goes to a CPU of the same socket (MC level).
+    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let src = m.socket_cpus[2][5];
+    let mut w = Workload::new("pair");
+    let p = w.add("loop", vec![Step::Compute(Amount::fixed(300.0 * 3e6)), Step::Exit]);
+    for i in 0..2 {
+        w.initial.push((p, format!("t{i}"), Some(src)));
+    }
+    let (out, evs) = simulate(&m, "cfs", w);
+    let moves: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::MIGRATE).map(|(_, e)| e.b()).collect();
+    assert_eq!(moves.len(), 1, "{moves:?} {}", out.policy_stats);
+    assert_eq!(m.cpu_socket[moves[0] as usize], 2, "moved to CPU {}", moves[0]);
+}
