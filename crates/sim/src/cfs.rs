@@ -13,11 +13,25 @@
 //!   the target's sibling, else the target.
 //! - Per-CPU vruntime-ordered queues, wakeup preemption, tick preemption.
 //! - Periodic load balancing per domain level (interval = span weight in ms,
-//!   x32 when busy), newly-idle balancing, and NOHZ idle balancing kicked
-//!   from busy ticks. Idle CPUs get no ticks (the engine).
+//!   x32 when busy, measured from the level's last balance; every level is
+//!   due at a CPU's first balance, as after an idle spell): 5.9's
+//!   load_balance on runnable counts (group types has_spare / fully_busy /
+//!   overloaded; migrate_util, migrate_task with prefer_sibling and
+//!   adjust_numa_imbalance, migrate_load), pulling up to the imbalance,
+//!   at most nr_migrate = 32 tasks, from the busiest CPU of the busiest group.
+//! - NOHZ idle balancing: a busy tick with waiting tasks, once
+//!   nohz.next_balance is due, kicks the first idle CPU (find_new_ilb); it
+//!   runs rebalance_domains, at idle intervals, for every idle CPU whose
+//!   balance is due, itself last (_nohz_idle_balance); each pulls for itself
+//!   at all its levels, NUMA included. Idle CPUs get no ticks (the engine).
+//! - Newly-idle balancing pulls one waiting task from the nearest busiest CPU.
 //!
 //! Simplifications (stated): all tasks nice 0; loads are PELT averages of
-//! runnable-task counts; balancing moves one task per pass.
+//! runnable-task counts; task utilisation counts as one CPU per task
+//! (migrate_util); no cache-hot skipping, no active balancing, no doubling
+//! of balance_interval on failure; the NOHZ kick needs waiting tasks on the
+//! kicking CPU (the nr_busy_cpus trigger is left out); newly-idle balancing
+//! moves one task.
 
 use std::collections::BTreeSet;
 
@@ -47,6 +61,33 @@ const PELT_HALF_LIFE_NS: f64 = 32e6;
 /// Cost of checking one CPU in select_idle_cpu, for SIS_PROP's budget.
 /// ASSUMPTION: 500 ns (the kernel measures it; no figure in the seeds).
 const SCAN_COST_NS: f64 = 500.0;
+/// sysctl_sched_nr_migrate: the most tasks one load_balance pass detaches
+/// (5.9 default 32).
+const NR_MIGRATE: u64 = 32;
+
+/// A scheduling group's statistics for load_balance, from runnable counts.
+#[derive(Clone, Copy, Debug, Default)]
+struct GStat {
+    nr: u64,
+    weight: u64,
+    idle: u64,
+    load: f64,
+}
+impl GStat {
+    /// 5.9 group_type, reduced to what runnable counts show: 0 has_spare
+    /// (fewer tasks than CPUs), 1 fully_busy, 2 overloaded (more tasks than
+    /// CPUs) (MODEL-FACTS.md section 3).
+    fn kind(&self) -> u8 {
+        match self.nr.cmp(&self.weight) {
+            std::cmp::Ordering::Less => 0,
+            std::cmp::Ordering::Equal => 1,
+            std::cmp::Ordering::Greater => 2,
+        }
+    }
+    fn avg(&self) -> f64 {
+        self.load / self.weight.max(1) as f64
+    }
+}
 
 /// A PELT-style average of a count (runnable tasks), decaying with a 32 ms
 /// half-life.
@@ -79,7 +120,10 @@ struct Rq {
     /// Recent load: average of runnable tasks (includes the decaying load of
     /// tasks that ran here recently, as 5.9's load_avg with blocked load).
     load: Avg,
-    next_balance: [u64; 3],
+    /// Per domain level, when this CPU last balanced at it (sd->last_balance);
+    /// None before its first balance: at the start of a run every level is
+    /// due, as on a machine that was idle (no ilb kicks) before the run.
+    last_balance: [Option<u64>; 3],
     nohz_kicked: bool,
 }
 impl Rq {
@@ -120,6 +164,8 @@ struct Counters {
     periodic_pulls: u64,
     newidle_pulls: u64,
     nohz_kicks: u64,
+    nohz_passes: u64,
+    nohz_pulls: u64,
     wakeup_preemptions: u64,
     tick_preemptions: u64,
 }
@@ -554,6 +600,189 @@ impl Cfs {
         self.td.get(t as usize).is_some_and(|d| d.queued_on.is_some())
     }
 
+    /// Balance interval of a domain level (MODEL-FACTS.md section 3): span
+    /// weight in ms, x busy_factor on a busy CPU, at least one tick.
+    fn interval(sim: &Sim, level: Level, cpu: u32, busy: bool) -> u64 {
+        let weight = match level {
+            Level::Numa => sim.nr_cpus() as u64,
+            _ => Self::span(&sim.machine, level, cpu).len().max(1) as u64,
+        };
+        (weight * MS * if busy { BUSY_FACTOR } else { 1 }).max(TICK_NS)
+    }
+
+    /// rebalance_domains: balance `cpu` at every level whose interval has
+    /// passed, bottom-up; after a pull the CPU counts as busy for the levels
+    /// above. `pid` is the running task (0 when balancing for an idle CPU).
+    /// Returns the tasks pulled.
+    fn rebalance_domains(&mut self, sim: &mut Sim, cpu: u32, pid: u32, mut idle: bool) -> u32 {
+        let now = sim.now();
+        let mut total = 0;
+        for li in 0..self.levels.len() {
+            let level = self.levels[li];
+            let interval = Self::interval(sim, level, cpu, !idle);
+            if self.rq[cpu as usize].last_balance[li].is_some_and(|last| now < last + interval) {
+                continue;
+            }
+            self.rq[cpu as usize].last_balance[li] = Some(now);
+            sim.trace(cpu, pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
+            let pulled = self.load_balance(sim, cpu, level, idle);
+            sim.trace(cpu, pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
+            if pulled > 0 {
+                idle = false;
+                total += pulled;
+            }
+        }
+        total
+    }
+
+    /// _nohz_idle_balance, run by the kicked idle-load-balance CPU `ilb`:
+    /// rebalance_domains for every idle CPU whose balance is due, in CPU-id
+    /// order, the ilb itself last; stops if the ilb gets work. Then
+    /// nohz.next_balance becomes the earliest next balance of the idle CPUs.
+    fn nohz_idle_balance(&mut self, sim: &mut Sim, ilb: u32) {
+        let now = sim.now();
+        self.n.nohz_passes += 1;
+        let n = sim.nr_cpus();
+        let mut next = u64::MAX;
+        for c in (0..n).filter(|&c| c != ilb).chain(std::iter::once(ilb)) {
+            if c != ilb && (!self.idle(sim, c) || !self.rq[ilb as usize].queue.is_empty()) {
+                continue;
+            }
+            let pulled = self.rebalance_domains(sim, c, 0, true);
+            self.n.nohz_pulls += pulled as u64;
+            if self.idle(sim, c) || c == ilb {
+                for li in 0..self.levels.len() {
+                    let last = self.rq[c as usize].last_balance[li].unwrap_or(0);
+                    let due = last + Self::interval(sim, self.levels[li], c, false);
+                    next = next.min(due);
+                }
+            }
+        }
+        self.nohz_next = next.max(now + TICK_NS);
+    }
+
+    /// load_balance for `dst` at one level (5.9 find_busiest_group,
+    /// calculate_imbalance, find_busiest_queue, detach_tasks; MODEL-FACTS.md
+    /// section 3), on runnable counts and the model's PELT loads. Moves up to
+    /// the computed imbalance, at most NR_MIGRATE tasks, from the busiest CPU
+    /// of the busiest group; only waiting tasks move (no active balance).
+    /// Returns the tasks moved.
+    fn load_balance(&mut self, sim: &mut Sim, dst: u32, level: Level, dst_idle: bool) -> u32 {
+        let now = sim.now();
+        let (src, count) = {
+            let groups = Self::groups(&sim.machine, level, dst);
+            let stat = |g: &[u32]| {
+                let mut s = GStat { weight: g.len() as u64, ..GStat::default() };
+                for &c in g {
+                    s.nr += self.rq[c as usize].nr_running();
+                    s.idle += self.idle(sim, c) as u64;
+                    s.load += self.load(now, c);
+                }
+                s
+            };
+            let Some(li) = groups.iter().position(|g| g.contains(&dst)) else { return 0 };
+            let local = stat(groups[li]);
+            let mut all = local;
+            let mut busiest: Option<(usize, GStat)> = None;
+            let ng = groups.len();
+            for i in 1..ng {
+                let gi = (li + i) % ng;
+                let s = stat(groups[gi]);
+                all.nr += s.nr;
+                all.weight += s.weight;
+                all.load += s.load;
+                if s.nr == 0 {
+                    continue;
+                }
+                // update_sd_pick_busiest: highest group type; among groups
+                // with spare capacity, fewest idle CPUs then most tasks;
+                // otherwise highest average load.
+                let better = match busiest {
+                    None => true,
+                    Some((_, b)) if s.kind() != b.kind() => s.kind() > b.kind(),
+                    Some((_, b)) if s.kind() == 0 => s.idle < b.idle || (s.idle == b.idle && s.nr > b.nr),
+                    Some((_, b)) => s.avg() > b.avg(),
+                };
+                if better {
+                    busiest = Some((gi, s));
+                }
+            }
+            let Some((bi, b)) = busiest else { return 0 };
+            let avg = all.avg();
+            // find_busiest_group's checks.
+            if local.kind() > b.kind() {
+                return 0;
+            }
+            if local.kind() == 2 {
+                let pct = Self::imbalance_pct(level) as f64 / 100.0;
+                if local.avg() >= b.avg() || local.avg() >= avg || b.avg() <= pct * local.avg() {
+                    return 0;
+                }
+            }
+            // SD_PREFER_SIBLING (MC and NUMA children) forces balancing when
+            // the busiest group runs more than one task more than the local.
+            let force = local.kind() == 0 && b.nr > local.nr + 1;
+            if !force && b.kind() != 2 && (!dst_idle || (b.weight > 1 && local.idle <= b.idle + 1) || b.nr == 1) {
+                return 0;
+            }
+            // calculate_imbalance, in tasks.
+            let imbalance = if local.kind() == 0 {
+                if b.kind() == 2 {
+                    // migrate_util: the local group's spare capacity, one
+                    // task per CPU without a task; at least one task for an
+                    // idle CPU.
+                    (local.weight - local.nr).max(dst_idle as u64)
+                } else {
+                    // migrate_task: half the difference in tasks
+                    // (prefer_sibling, or single-CPU groups at SMT); at NUMA,
+                    // adjust_numa_imbalance allows up to 2 tasks' imbalance.
+                    let half = b.nr.saturating_sub(local.nr) / 2;
+                    if level == Level::Numa && b.nr <= 2 {
+                        0
+                    } else {
+                        half
+                    }
+                }
+            } else {
+                // migrate_load: toward the domain's average load; a task
+                // (load 1) moves while at least half of it fits.
+                let x = ((b.avg() - avg) * b.weight as f64).min((avg - local.avg()) * local.weight as f64);
+                if x > 0.0 {
+                    (x + 0.5) as u64
+                } else {
+                    0
+                }
+            };
+            if imbalance == 0 {
+                return 0;
+            }
+            // find_busiest_queue: the CPU with the most tasks that has tasks
+            // waiting.
+            let src = groups[bi]
+                .iter()
+                .copied()
+                .filter(|&c| {
+                    c != dst
+                        && !self.rq[c as usize].queue.is_empty()
+                        && sim.cpu(c).mode == crate::engine::Mode::Running
+                })
+                .max_by_key(|&c| (self.rq[c as usize].nr_running(), std::cmp::Reverse(c)));
+            let Some(src) = src else { return 0 };
+            (src, imbalance.min(NR_MIGRATE).min(self.rq[src as usize].queue.len() as u64))
+        };
+        let mut moved = 0;
+        for _ in 0..count {
+            if self.pull(sim, src, dst).is_none() {
+                break;
+            }
+            moved += 1;
+        }
+        if moved > 0 {
+            sim.kick(dst);
+        }
+        moved
+    }
+
     /// Busiest CPU among those with waiting tasks, nearest to `cpu` first.
     fn busiest_near(&self, sim: &Sim, cpu: u32, max_level: Level) -> Option<u32> {
         let m = &sim.machine;
@@ -675,11 +904,14 @@ impl Policy for Cfs {
 
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
         let c = cpu as usize;
+        let kicked = std::mem::take(&mut self.rq[c].nohz_kicked);
+        if kicked && self.balance && self.rq[c].queue.is_empty() {
+            self.nohz_idle_balance(sim, cpu);
+        }
         if self.rq[c].queue.is_empty() && self.balance {
             // newidle_balance: skipped when the CPU expects a short idle
-            // period, unless it was kicked for NOHZ balancing.
-            let kicked = std::mem::take(&mut self.rq[c].nohz_kicked);
-            if (kicked || sim.avg_idle(cpu) >= MIGRATION_COST as f64) && !self.waiting.is_empty() {
+            // period.
+            if sim.avg_idle(cpu) >= MIGRATION_COST as f64 && !self.waiting.is_empty() {
                 sim.trace(cpu, 0, ids::IDLE_BALANCE_BEGIN, 0, 0);
                 let top = *self.levels.last().unwrap();
                 let mut pulled = 0;
@@ -760,36 +992,14 @@ impl Policy for Cfs {
         let t_pid = sim.task(t).pid;
         // Periodic balancing per level: interval = span weight ms, x32 on a
         // busy CPU (MODEL-FACTS.md section 3).
-        for (li, &level) in self.levels.clone().iter().enumerate() {
-            let weight = match level {
-                Level::Numa => sim.nr_cpus() as u64,
-                _ => Self::span(&sim.machine, level, cpu).len().max(1) as u64,
-            };
-            let interval = (weight * MS * BUSY_FACTOR).max(TICK_NS);
-            if now < self.rq[c].next_balance[li] {
-                continue;
-            }
-            self.rq[c].next_balance[li] = now + interval;
-            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
-            let mut pulled = 0;
-            if let Some(b) = self.busiest_near(sim, cpu, level) {
-                if self.rq[b as usize].nr_running() > self.rq[c].nr_running() + 1 && self.pull(sim, b, cpu).is_some() {
-                    self.n.periodic_pulls += 1;
-                    pulled = 1;
-                }
-            }
-            sim.trace(cpu, t_pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
-        }
-        // NOHZ idle balance: a busy CPU with waiting tasks kicks an idle CPU
-        // to pull work (MODEL-FACTS.md section 3).
+        self.n.periodic_pulls += self.rebalance_domains(sim, cpu, t_pid, false) as u64;
+        // nohz_balancer_kick: a busy CPU with waiting tasks (nr_running >= 2)
+        // kicks the idle-load-balance CPU once nohz.next_balance is due
+        // (MODEL-FACTS.md section 3). find_new_ilb: the first idle CPU in
+        // CPU-id order, machine-wide.
         if !self.rq[c].queue.is_empty() && now >= self.nohz_next {
             self.nohz_next = now + TICK_NS;
-            let m = &sim.machine;
-            let target = self
-                .llc_scan(m, cpu)
-                .find(|&x| self.idle(sim, x))
-                .or_else(|| (0..sim.nr_cpus()).find(|&x| self.idle(sim, x)));
-            if let Some(x) = target {
+            if let Some(x) = (0..sim.nr_cpus()).find(|&x| self.idle(sim, x)) {
                 self.rq[x as usize].nohz_kicked = true;
                 self.n.nohz_kicks += 1;
                 sim.kick(x);
@@ -808,6 +1018,8 @@ impl Policy for Cfs {
             "periodic_pulls": n.periodic_pulls,
             "newidle_pulls": n.newidle_pulls,
             "nohz_kicks": n.nohz_kicks,
+            "nohz_passes": n.nohz_passes,
+            "nohz_pulls": n.nohz_pulls,
             "wakeup_preemptions": n.wakeup_preemptions,
             "tick_preemptions": n.tick_preemptions,
         })
