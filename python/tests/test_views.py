@@ -177,3 +177,29 @@ color = "#ff0000"
 ''')
     L = V.apply(V.load(str(p)), V.TraceData(warmcore.open(known_trace)))
     assert [(int(r.cpu), int(r.begin)) for r in L.frame.itertuples()] == [(0, 10 * MS)]
+
+
+def test_runqueue_is_derived_when_the_trace_has_no_rq_size(tmp_path):
+    from warmcore import EVENT_IDS as ID
+
+    # CPU 0 runs 10 from 1 ms and wakes 20 and 30 onto CPU 1 at 2 and 3 ms;
+    # CPU 1 runs 20 from 4 ms, 30 waiting; 20 blocks at 6 ms, 30 runs to 8 ms.
+    path = tmp_path / "norq.wct"
+    w = warmcore.Writer(str(path), 2)
+    w.push(0, 1 * MS, 0, ID["CTX_SWITCH"], 10, 0)
+    w.push(0, 2 * MS, 20, ID["WAKEUP"], 1, 10)
+    w.push(0, 3 * MS, 30, ID["WAKEUP"], 1, 10)
+    w.push(0, 9 * MS, 10, ID["CTX_SWITCH"], 0, 1)
+    w.push(1, 4 * MS, 0, ID["CTX_SWITCH"], 20, 0)
+    w.push(1, 6 * MS, 20, ID["CTX_SWITCH"], 30, 1)
+    w.push(1, 8 * MS, 30, ID["CTX_SWITCH"], 0, 1)
+    w.finish()
+    data = V.TraceData(warmcore.open(path))
+    assert not data.has("RQ_SIZE") and data.runqueue_derived
+    f = V.apply(V.load("runqueue"), data).frame
+    cpu1 = f[f["cpu"] == 1]
+    # 1 task from 2 ms, 2 from 3 ms, 1 from 6 ms, 0 from 8 ms (times from the first event).
+    got = list(zip((cpu1["begin"] / MS).round(3), cpu1["nr_running"]))
+    assert got == [(1.0, 1), (2.0, 2), (5.0, 1), (7.0, 0)], got
+    cpu0 = f[f["cpu"] == 0]
+    assert list(cpu0["nr_running"]) == [1, 0]

@@ -59,6 +59,9 @@ class Model:
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
         self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
+        # Without RQ_SIZE events, run-queue sizes are derived from the switches.
+        self.rq_derived = self.data.runqueue_derived
+        self.has["RQ_SIZE"] = self.has["RQ_SIZE"] or self.rq_derived
         counts = np.bincount(self.data.cols["id"]) if self.data.n else np.zeros(0, np.int64)
         self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in enumerate(counts) if c}
         self.event_types = sorted(self.event_counts)
@@ -98,7 +101,7 @@ class Model:
 
     def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
         """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
-        RQ_SIZE events; None when the trace has none."""
+        RQ_SIZE events or those derived from the switches; None without either."""
         if not self.has["RQ_SIZE"]:
             return None
         f = self.layer("runqueue").frame
@@ -188,13 +191,14 @@ def make_document(doc, model: Model):
     # Run-queue size per CPU.
     rq_img = None
     if model.has["RQ_SIZE"]:
-        rq = _fig("Run-queue size per CPU", int(min(500, max(160, 60 + n * 3))), x_range, n, "runqueue")
+        title = "Run-queue size per CPU" + (" (derived from switches, wake-ups and migrations)" if model.rq_derived else "")
+        rq = _fig(title, int(min(500, max(160, 60 + n * 3))), x_range, n, "runqueue")
         rq_img = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
         rq.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=rq_img)
         panels += [rq, Div(text=_legend(model.layer("runqueue").colors), width=WIDTH)]
     else:
-        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events; "
-                               "the load panel counts busy CPUs from the context switches.</i>", width=WIDTH))
+        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events and no context switches "
+                               "to derive them from.</i>", width=WIDTH))
     # Under- and overload over time.
     load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
     load.y_range = Range1d(0, n + 0.5)

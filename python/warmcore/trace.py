@@ -70,6 +70,11 @@ class Trace:
         s = self._t.span()
         return s[0] if s else 0
 
+    def runqueue(self) -> pa.RecordBatch:
+        """Each CPU's run-queue size over time (cpu, ts, nr_running), derived
+        from switches, wake-ups and migrations: for traces without RQ_SIZE."""
+        return self._t.runqueue()
+
     def event_count(self) -> int:
         return self._t.event_count()
 

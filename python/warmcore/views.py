@@ -298,6 +298,32 @@ class TraceData:
             out.append(i)
         return np.asarray(out, dtype=np.uint32)
 
+    @property
+    def runqueue_derived(self) -> bool:
+        """The trace has no RQ_SIZE events but switches to derive them from."""
+        return not self.has("RQ_SIZE") and self.has("CTX_SWITCH")
+
+    def derived_runqueue(self) -> dict:
+        """RQ_SIZE rows derived by the trace analysis (Trace.runqueue), in
+        the columns and the (cpu, ts) order of `cols`."""
+        if getattr(self, "_rq", None) is None:
+            rid = self.trace.event_id("RQ_SIZE")
+            if rid is None:
+                raise ViewError(f"{self.trace.path}: the event table has no RQ_SIZE to derive run-queue sizes into")
+            b = self.trace.runqueue()
+            cpu = b.column("cpu").to_numpy()
+            ts = (b.column("ts").to_numpy() - np.uint64(self.t0)).astype(np.int64)
+            nr = b.column("nr_running").to_numpy()
+            o = np.lexsort((ts, cpu))
+            cpu, ts, nr = cpu[o], ts[o], nr[o]
+            prev = np.concatenate([[0], nr[:-1]]).astype(np.int64)
+            prev[np.flatnonzero(np.r_[True, cpu[1:] != cpu[:-1]])] = 0
+            delta = (nr.astype(np.int64) - prev).astype(np.uint32)
+            n = len(ts)
+            self._rq = {"ts": ts, "cpu": cpu, "pid": np.zeros(n, np.uint32), "id": np.full(n, rid, np.uint32),
+                        "a": nr.astype(np.uint32), "b": delta}
+        return self._rq
+
     def has(self, name) -> bool:
         i = self.trace.event_id(name)
         return i is not None and bool((self.cols["id"] == i).any())
@@ -532,6 +558,8 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
     keep only rows that reach into the window, after derivation, so that a
     segment that began before the window still shows."""
     c = data.cols
+    if view.events is not None and set(view.events) == {"RQ_SIZE"} and data.runqueue_derived:
+        c = data.derived_runqueue()
     if view.events is not None:
         m = np.isin(c["id"], data.ids(view.events))
         # Pair ends are inputs too, though not listed.

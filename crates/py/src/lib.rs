@@ -196,6 +196,24 @@ impl PyTrace {
         RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
     }
 
+    /// Each CPU's run-queue size over time derived from switches, wake-ups
+    /// and migrations (warmcore_trace::stats::runqueue_series), as an Arrow
+    /// record batch (cpu, ts, nr_running): one row per change.
+    fn runqueue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rows = py.detach(|| warmcore_trace::stats::runqueue_series(&self.inner)).map_err(trace_err)?;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("cpu", DataType::UInt32, false),
+            Field::new("ts", DataType::UInt64, false),
+            Field::new("nr_running", DataType::UInt32, false),
+        ]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ];
+        RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
+    }
+
     /// (first, last) timestamps in ns, or None for a trace without events.
     fn span(&self) -> Option<(u64, u64)> {
         self.inner.span()

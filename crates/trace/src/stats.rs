@@ -312,6 +312,9 @@ pub struct Analyzer {
 
     inv_count: u64,
     inv_ns: u64,
+
+    /// CPUs whose task counts changed since `take_touched`, when asked for.
+    touched: Option<Vec<u32>>,
 }
 
 impl Analyzer {
@@ -378,6 +381,7 @@ impl Analyzer {
             freq_max_seen: 0,
             inv_count: 0,
             inv_ns: 0,
+            touched: None,
         }
     }
 
@@ -422,6 +426,9 @@ impl Analyzer {
     /// Change a CPU and keep the machine-wide counts in step.
     #[inline]
     fn with_cpu(&mut self, c: usize, f: impl FnOnce(&mut Cpu)) {
+        if let Some(t) = &mut self.touched {
+            t.push(c as u32);
+        }
         let before = contrib(&self.cpus[c]);
         f(&mut self.cpus[c]);
         let after = contrib(&self.cpus[c]);
@@ -854,6 +861,32 @@ impl Analyzer {
             },
         }
     }
+}
+
+/// Each CPU's run-queue size (its running task and those waiting on it) over
+/// time, derived from switches, wake-ups and migrations as the analysis
+/// follows them: one (cpu, ts, nr_running) for every change, for traces
+/// without RQ_SIZE events (perf and trace-cmd recordings). Tasks that were
+/// waiting before the trace began are not known until they run.
+pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
+    let mut a = Analyzer::new(&trace.header);
+    a.touched = Some(Vec::new());
+    let mut last = vec![0u32; a.cpus.len()];
+    let mut out = Vec::new();
+    for e in trace.events(None, Window::ALL) {
+        let e = e?;
+        a.push(&e);
+        let touched = a.touched.as_mut().map(std::mem::take).unwrap_or_default();
+        for c in touched {
+            let cpu = &a.cpus[c as usize];
+            let nr = cpu.waiting + (cpu.curr != 0) as u32;
+            if nr != last[c as usize] {
+                last[c as usize] = nr;
+                out.push((c, e.ev.ts, nr));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Analyse a whole trace: every event in global time order, and the lost

@@ -407,3 +407,33 @@ fn memory_holds_runnable_tasks_not_every_pid_seen() {
     assert_eq!(s.inversions, Some(stats::Inversions { count: 0, ns: 0 }));
     assert_eq!(s.detail.wakeups, 100_000);
 }
+
+#[test]
+fn runqueue_series_follows_switches_wakeups_and_migrations() {
+    use warmcore_trace::stats::runqueue_series;
+    // CPU0 runs 10 from 1000. At 2000 it wakes 20 onto CPU1 (1 task there),
+    // at 3000 it wakes 30 onto CPU1 (2). CPU1 switches to 20 at 4000 (still
+    // 2: 20 runs, 30 waits); 30 migrates to CPU2 at 5000 (CPU1 1, CPU2 1);
+    // 20 blocks at 6000 (CPU1 0); 10 blocks at 7000 (CPU0 0).
+    let evs = [
+        switch(0, 1000, 0, 10, RUNNABLE),
+        wake(0, 2000, 20, 1, 10),
+        wake(0, 3000, 30, 1, 10),
+        switch(1, 4000, 0, 20, RUNNABLE),
+        e(1, 5000, 30, ids::MIGRATE, 1, 2),
+        switch(1, 6000, 20, 0, BLOCKED),
+        switch(0, 7000, 10, 0, BLOCKED),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rq.wct");
+    let mut w = Writer::create(&path, &header(3, None), WriterOptions::default()).unwrap();
+    for ev in &evs {
+        w.push(ev.cpu, ev.ev).unwrap();
+    }
+    w.finish().unwrap();
+    let t = Trace::open(&path).unwrap();
+    let got = runqueue_series(&t).unwrap();
+    let want =
+        vec![(0, 1000, 1), (1, 2000, 1), (1, 3000, 2), (1, 5000, 1), (2, 5000, 1), (1, 6000, 0), (0, 7000, 0)];
+    assert_eq!(got, want);
+}
