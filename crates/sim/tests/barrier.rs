@@ -2,24 +2,15 @@
 //! Spin-then-block barrier waits (Step::BarrierSpin), as OpenMP runtimes
 //! wait: a waiter that the last thread reaches in time never sleeps.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use warmcore_sim::engine::{Engine, Limits, Outcome, Sink};
+use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{workloads, Governor, Machine};
 use warmcore_trace::event::prev_state;
 use warmcore_trace::{ids, Event};
 
-#[derive(Clone, Default)]
-struct Collect(Rc<RefCell<Vec<(u32, Event)>>>);
-impl Sink for Collect {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.0.borrow_mut().push((cpu, ev));
-        Ok(())
-    }
-}
+mod common;
+use common::Collect;
 
 fn simulate(m: &Machine, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();

@@ -3,27 +3,18 @@
 //! of tasks over every socket, an idle-balance pass moves more than one task
 //! (up to nr_migrate), and a machine with one task is left alone.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use warmcore_sim::engine::{Engine, Limits, Outcome, Sink};
+use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
+mod common;
+use common::Collect;
+
 const MS: u64 = 1_000_000;
 /// sysctl_sched_nr_migrate in 5.9.
 const NR_MIGRATE: u32 = 32;
-
-#[derive(Clone, Default)]
-struct Collect(Rc<RefCell<Vec<(u32, Event)>>>);
-impl Sink for Collect {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.0.borrow_mut().push((cpu, ev));
-        Ok(())
-    }
-}
 
 fn simulate(m: &Machine, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -153,7 +144,6 @@ fn two_tasks_on_one_cpu_are_split_by_the_idle_balance() {
     assert_eq!(migrations, 1, "{}", out.policy_stats);
     assert!(out.makespan_ns < 550 * MS, "makespan {} ns", out.makespan_ns);
 }
-
 
 #[test]
 fn a_small_imbalance_stays_on_its_socket() {

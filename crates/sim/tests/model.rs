@@ -1,23 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Behaviour of the model: DVFS fits, energy, the fair-class rules.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use warmcore_sim::engine::{Engine, Limits, Sink};
+use warmcore_sim::engine::{Engine, Limits};
 use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
-#[derive(Clone, Default)]
-struct Collect(Rc<RefCell<Vec<(u32, Event)>>>);
-impl Sink for Collect {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.0.borrow_mut().push((cpu, ev));
-        Ok(())
-    }
-}
+mod common;
+use common::Collect;
 
 fn simulate(m: Machine, g: Governor, policy: &str, w: Workload) -> (warmcore_sim::engine::Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();

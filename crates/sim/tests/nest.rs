@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use warmcore_sim::engine::{Engine, Limits, Outcome, Sink, TICK_NS};
+use warmcore_sim::engine::{Engine, Limits, Outcome, TICK_NS};
 use warmcore_sim::nest::Nest;
 use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
@@ -14,14 +14,8 @@ use warmcore_sim::{run, Enq, Governor, Machine, Policy, RunConfig, Sim, Tid, Wak
 use warmcore_trace::event::nest as nm;
 use warmcore_trace::{ids, Event};
 
-#[derive(Clone, Default)]
-struct Collect(Rc<RefCell<Vec<(u32, Event)>>>);
-impl Sink for Collect {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.0.borrow_mut().push((cpu, ev));
-        Ok(())
-    }
-}
+mod common;
+use common::Collect;
 
 fn simulate_with(m: Machine, g: Governor, p: Box<dyn Policy>, w: Workload, limits: Limits) -> (Engine, Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -535,33 +529,6 @@ fn the_claim_flag_keeps_two_placements_in_flight_off_one_core() {
 }
 
 #[test]
-fn every_workload_completes_under_nest() {
-    let small = [
-        "configure:checks=20",
-        "kbuild:files=64,seq_pre=20,seq_post=10",
-        "perl-startup:iterations=20",
-        "hackbench:groups=2,loops=10",
-        "periodic:tasks=8,duration_ms=50",
-        "schbench:runtime_ms=200,workers=4",
-        "nas:iterations=10",
-        "mkl-dnn:iterations=20",
-        "h2:transactions=20",
-        "unixbench:test=0,operations=50",
-        "unixbench:test=1,operations=50",
-        "unixbench:test=2,operations=50",
-        "unixbench:test=3,operations=40",
-        "unixbench:test=4,operations=40",
-    ];
-    for w in small {
-        for g in ["powersave", "schedutil"] {
-            let r = run(&RunConfig::new("default", w, "nest", g, 7)).unwrap_or_else(|e| panic!("{w} {g}: {e}"));
-            assert!(r.partial.is_none(), "{w}");
-            assert!(r.makespan_ns > 0 && r.policy_stats["placements"].is_u64(), "{w}");
-        }
-    }
-}
-
-#[test]
 fn nest_is_deterministic_and_configure_concentrates() {
     let c = RunConfig::new("xeon-gold-6130-2s", "configure:checks=40", "nest", "schedutil", 3);
     let a = serde_json::to_value(run(&c).unwrap()).unwrap();
@@ -588,7 +555,6 @@ fn bad_parameters_name_the_parameter_and_the_choices() {
     assert!(!e.contains('\n'));
     assert!(make_policy("nest:p_remove=1,r_max=3,r_impatient=4,s_max=0,spin=off", &m).is_ok());
 }
-
 
 #[test]
 fn each_nest_is_searched_on_the_previous_cores_die_first() {

@@ -2,23 +2,14 @@
 //! The papers' simple placement policies (slocal, smove, haiku-*) on small
 //! constructed situations, and every policy on every workload.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use warmcore_sim::engine::{Engine, Limits, Outcome, Sink};
+use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::policy::{make_policy, POLICIES};
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{run, Governor, Machine, RunConfig};
 use warmcore_trace::{ids, Event};
 
-#[derive(Clone, Default)]
-struct Collect(Rc<RefCell<Vec<(u32, Event)>>>);
-impl Sink for Collect {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.0.borrow_mut().push((cpu, ev));
-        Ok(())
-    }
-}
+mod common;
+use common::{Collect, SMALL_WORKLOADS};
 
 fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -256,28 +247,14 @@ fn policy_parameters_are_checked() {
 
 #[test]
 fn every_policy_runs_every_workload_to_completion() {
-    let small = [
-        "configure:checks=20",
-        "kbuild:files=64,seq_pre=20,seq_post=10",
-        "perl-startup:iterations=20",
-        "hackbench:groups=2,loops=10",
-        "periodic:tasks=8,duration_ms=50",
-        "schbench:runtime_ms=200,workers=4",
-        "nas:iterations=10",
-        "mkl-dnn:iterations=20",
-        "h2:transactions=20",
-        "unixbench:test=0,operations=50",
-        "unixbench:test=1,operations=50",
-        "unixbench:test=2,operations=50",
-        "unixbench:test=3,operations=40",
-        "unixbench:test=4,operations=40",
-    ];
     for p in POLICIES {
-        for w in small {
-            let r = run(&RunConfig::new("default", w, p, "powersave", 3)).unwrap_or_else(|e| panic!("{p} {w}: {e}"));
-            assert!(r.partial.is_none(), "{p} {w}");
-            assert!(r.makespan_ns > 0 && r.energy_j > 0.0, "{p} {w}");
-            assert!(r.policy_stats.is_object(), "{p} {w}: policy_stats");
+        for w in SMALL_WORKLOADS {
+            for g in ["powersave", "schedutil"] {
+                let r = run(&RunConfig::new("default", w, p, g, 3)).unwrap_or_else(|e| panic!("{p} {w} {g}: {e}"));
+                assert!(r.partial.is_none(), "{p} {w} {g}");
+                assert!(r.makespan_ns > 0 && r.energy_j > 0.0, "{p} {w} {g}");
+                assert!(r.policy_stats.is_object(), "{p} {w} {g}: policy_stats");
+            }
         }
     }
 }

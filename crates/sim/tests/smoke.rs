@@ -3,29 +3,16 @@
 
 use warmcore_sim::{run, RunConfig};
 
+mod common;
+use common::SMALL_WORKLOADS;
+
 fn cfg(m: &str, w: &str, p: &str, g: &str) -> RunConfig {
     RunConfig::new(m, w, p, g, 7)
 }
 
 #[test]
 fn every_workload_completes_under_every_governor() {
-    let small = [
-        "configure:checks=20",
-        "kbuild:files=64,seq_pre=20,seq_post=10",
-        "perl-startup:iterations=20",
-        "hackbench:groups=2,loops=10",
-        "periodic:tasks=8,duration_ms=50",
-        "schbench:runtime_ms=200,workers=4",
-        "nas:iterations=10",
-        "mkl-dnn:iterations=20",
-        "h2:transactions=20",
-        "unixbench:test=0,operations=50",
-        "unixbench:test=1,operations=50",
-        "unixbench:test=2,operations=50",
-        "unixbench:test=3,operations=40",
-        "unixbench:test=4,operations=40",
-    ];
-    for w in small {
+    for w in SMALL_WORKLOADS {
         for g in ["powersave", "schedutil", "performance"] {
             let r = run(&cfg("default", w, "cfs", g)).unwrap_or_else(|e| panic!("{w} {g}: {e}"));
             assert!(r.partial.is_none(), "{w}");

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What the simulator's tests share: a sink that keeps every event, and
+//! every built-in workload at a size that runs in milliseconds.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use warmcore_sim::engine::Sink;
+use warmcore_trace::Event;
+
+/// Keeps every (cpu, event) the engine emits; clones share the list.
+#[derive(Clone, Default)]
+pub struct Collect(pub Rc<RefCell<Vec<(u32, Event)>>>);
+
+impl Sink for Collect {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        self.0.borrow_mut().push((cpu, ev));
+        Ok(())
+    }
+}
+
+/// Every built-in workload (each unixbench test), small.
+pub const SMALL_WORKLOADS: &[&str] = &[
+    "configure:checks=20",
+    "kbuild:files=64,seq_pre=20,seq_post=10",
+    "perl-startup:iterations=20",
+    "hackbench:groups=2,loops=10",
+    "periodic:tasks=8,duration_ms=50",
+    "schbench:runtime_ms=200,workers=4",
+    "nas:iterations=10",
+    "mkl-dnn:iterations=20",
+    "h2:transactions=20",
+    "unixbench:test=0,operations=50",
+    "unixbench:test=1,operations=50",
+    "unixbench:test=2,operations=50",
+    "unixbench:test=3,operations=40",
+    "unixbench:test=4,operations=40",
+];
