@@ -147,8 +147,9 @@ pub struct SchedOpts {
     /// nest: no warmer threads keeping idle primary cores busy (section 3.2).
     #[arg(long)]
     pub nest_no_warm: bool,
-    /// nest: a forked child does not try first the core of its parent's
-    /// previous child (or the core its parent was forked from).
+    /// nest: no fork hint (a forked child tries first the core of its
+    /// parent's previous child, or the core its parent was forked from; a
+    /// fork/wait chain then stays on two cores).
     #[arg(long)]
     pub nest_no_fork_hint: bool,
 }

@@ -88,7 +88,9 @@ struct {
 struct task_ctx {
 	s32 hist[2];		/* nest: the last two CPUs the task ran on */
 	u32 impatience;		/* nest: successive misses of its previous core */
-	s32 fork_hint;		/* nest: the core to try first for its next child */
+	s32 fork_hint;		/* nest: the core to try for its next child */
+	s32 fork_home;		/* nest: a chain's core to return to, tried first */
+	s32 fork_home_next;	/* nest: the home its child will try first */
 	u32 smove_gen;		/* smove: generation of the armed timer */
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
@@ -552,15 +554,66 @@ out:
 }
 
 /* After a fork placed @p on @cpu from the parent's core @start. */
-static void fork_hint_set(struct task_struct *p, s32 start, s32 cpu)
+/*
+ * The fork hint (not in the paper; --nest-no-fork-hint turns it off). A
+ * child is first offered the core its parent's previous child went to or,
+ * for a first child, the core its parent was forked from. When that core is
+ * busy (a short task woke there), the child goes where the search finds room
+ * and the busy core becomes the chain's home: the fork after next (the first
+ * that does not start on the stand-in core) tries the home first, so that
+ * the chain returns to its two cores instead of adopting a third. A hint may
+ * be in either nest (a reserve core is promoted, as by the reserve search).
+ */
+static void fork_hint_set(struct task_struct *p, s32 start, s32 cpu, s32 busy)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct task_ctx *tctx = task_ctx(p), *ptctx = cur ? task_ctx(cur) : NULL;
 
-	if (tctx)
-		tctx->fork_hint = start;
-	if (ptctx)
-		ptctx->fork_hint = cpu;
+	if (!tctx || !ptctx)
+		return;
+	tctx->fork_hint = start;
+	if (cpu_ok(busy) && busy != cpu) {
+		tctx->fork_home = -1;
+		tctx->fork_home_next = busy;
+		ptctx->fork_home = busy;
+	} else {
+		tctx->fork_home = ptctx->fork_home_next;
+		tctx->fork_home_next = -1;
+	}
+	ptctx->fork_hint = cpu;
+}
+
+/* @h is a usable core of either nest for a child forked on @start; claimed. */
+static bool nest_hint_ok(struct task_struct *p, s32 h, s32 start,
+			 struct bpf_cpumask *primary, struct bpf_cpumask *reserve)
+{
+	return cpu_ok(h) && h != start && bpf_cpumask_test_cpu(h, p->cpus_ptr) &&
+	       (bpf_cpumask_test_cpu(h, (const struct cpumask *)primary) ||
+		bpf_cpumask_test_cpu(h, (const struct cpumask *)reserve)) &&
+	       nest_usable(h) && nest_claim_cpu(h);
+}
+
+/* The core the fork hint offers the child @p of the current task, claimed,
+ * or -1; *@busy is the hint if it was busy. */
+static s32 nest_fork_hint_pick(struct task_struct *p, s32 start, struct bpf_cpumask *primary,
+			       struct bpf_cpumask *reserve, s32 *busy)
+{
+	struct task_ctx *ptctx = task_ctx(bpf_get_current_task_btf());
+	s32 h;
+
+	if (!ptctx)
+		return -1;
+	h = ptctx->fork_home;
+	if (nest_hint_ok(p, h, start, primary, reserve)) {
+		ptctx->fork_home = -1;
+		return h;
+	}
+	h = ptctx->fork_hint;
+	if (nest_hint_ok(p, h, start, primary, reserve))
+		return h;
+	if (cpu_ok(h) && h != start)
+		*busy = h;
+	return -1;
 }
 
 static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
@@ -569,7 +622,7 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_ctx *c;
 	bool impatient = false, idle = false;
-	s32 cpu = -1, start = prev;
+	s32 cpu = -1, start = prev, busy = -1;
 	u64 now = now_ns();
 
 	if (wake_flags & SCX_WAKE_FORK)
@@ -588,25 +641,16 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 
 	/*
 	 * A fork: the parent's core, where the search starts (section 3.1), is
-	 * busy with the parent. Try first the core the parent's previous child
-	 * went to or, for a first child, the core the parent was forked from:
-	 * in a fork/wait chain that is the core where the grandparent waits,
-	 * still warm, so that the chain alternates between two cores as Nest
-	 * intends for one task running at a time, instead of moving to the next
-	 * core of the primary nest in CPU order at each fork. The hint may be
-	 * in either nest (a reserve core is promoted, as by the reserve search).
+	 * busy with the parent. Try first the fork hint (see fork_hint_set):
+	 * in a fork/wait chain, the core where the grandparent waits, still
+	 * warm, so that the chain alternates between two cores as Nest intends
+	 * for one task running at a time, instead of moving at each fork to
+	 * the next core of the primary nest in CPU order.
 	 */
 	if ((wake_flags & SCX_WAKE_FORK) && nest_fork_hint) {
-		struct task_struct *cur = bpf_get_current_task_btf();
-		struct task_ctx *ptctx = cur ? task_ctx(cur) : NULL;
-		s32 h = ptctx ? ptctx->fork_hint : -1;
-
-		if (cpu_ok(h) && h != start && bpf_cpumask_test_cpu(h, p->cpus_ptr) &&
-		    (bpf_cpumask_test_cpu(h, (const struct cpumask *)primary) ||
-		     bpf_cpumask_test_cpu(h, (const struct cpumask *)reserve)) &&
-		    nest_usable(h) && nest_claim_cpu(h)) {
-			nest_add_primary(primary, reserve, h);
-			cpu = h;
+		cpu = nest_fork_hint_pick(p, start, primary, reserve, &busy);
+		if (cpu >= 0) {
+			nest_add_primary(primary, reserve, cpu);
 			stat_add(WC_ST_NEST_FORK_HINT, 1);
 			goto found;
 		}
@@ -690,7 +734,7 @@ placed_new:
 found:
 	bpf_rcu_read_unlock();
 	if ((wake_flags & SCX_WAKE_FORK) && nest_fork_hint)
-		fork_hint_set(p, start, cpu);
+		fork_hint_set(p, start, cpu, busy);
 	c = cpu_ctx(cpu);
 	if (c) {
 		c->last_used = now;
@@ -1059,6 +1103,8 @@ s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_arg
 	tctx->hist[0] = -1;
 	tctx->hist[1] = -2;
 	tctx->fork_hint = -1;
+	tctx->fork_home = -1;
+	tctx->fork_home_next = -1;
 	tctx->warmer_cpu = -1;
 	wcpu = bpf_map_lookup_elem(&warmers, &pid);
 	if (wcpu && cpu_ok(*wcpu)) {
