@@ -137,7 +137,13 @@ for p in ["default", "slocal", "smove", "nest"]:
               f"smove: the timers fired ({f and f['counts']['timers_fired']})")
     if p == "nest":
         cn = js("CHAIN", p); cd = js("CHAIN", "default"); h = js("HOGS", p); sm = js("STATS_MID", p)
-        why = "the primary-nest search still spreads a fork/wait chain over every primary core"
+        # The fork hint keeps a chain on 2 CPUs in a quiet boot (3 runs in 4);
+        # right after the stress, short kernel tasks preempt links (an idle
+        # CPU then pulls the link away) or take the core a child is hinted
+        # to, and the chain's exits demote its cores so that its root moves:
+        # most runs there still reach a third CPU.
+        why = ("after the stress, short kernel tasks on the chain's cores move links "
+               "(pulls after preemption, busy hint cores, exit demotion of the root's core)")
         known_failure(cn is not None and cn["cpus_used"] <= 2, f"nest: a fork/wait chain uses at most 2 CPUs ({cn})", why)
         known_failure(cn is not None and cd is not None and cn["cpus_used"] < cd["cpus_used"],
                       f"nest: fewer CPUs than default in the same boot ({cd and cd['cpus_used']})", why)

@@ -33,6 +33,10 @@ pub fn run(a: SchedArgs) -> anyhow::Result<i32> {
             warmcore_sched::freq_set(cpu, khz)?;
             Ok(0)
         }
+        None if a.opts.monitor.is_some() => {
+            warmcore_sched::monitor(a.opts.monitor.unwrap_or(1.0))?;
+            Ok(0)
+        }
         None => {
             let mut out = std::io::stdout();
             match warmcore_sched::run(&a.opts, &mut out)? {

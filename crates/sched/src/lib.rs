@@ -75,9 +75,14 @@ pub struct SchedOpts {
     /// Placement policy.
     #[arg(long, value_enum, default_value = "default")]
     pub policy: Policy,
-    /// Print decision counts as one JSON line every SECS seconds (and at exit).
+    /// Print decision counts as one JSON line every SECS seconds (and at exit),
+    /// from a monitor thread reading the scheduler's stats server.
     #[arg(long, value_name = "SECS")]
     pub stats: Option<f64>,
+    /// Load no scheduler: print a running scheduler's statistics every SECS
+    /// seconds, as JSON lines, until interrupted.
+    #[arg(long, value_name = "SECS", conflicts_with = "stats")]
+    pub monitor: Option<f64>,
     /// Time each operation (calls, total and mean time), shown with the stats.
     #[arg(long)]
     pub profile: bool,
@@ -142,19 +147,24 @@ pub struct SchedOpts {
     /// nest: no warmer threads keeping idle primary cores busy (section 3.2).
     #[arg(long)]
     pub nest_no_warm: bool,
+    /// nest: no fork hint (a forked child tries first the core of its
+    /// parent's previous child, or the core its parent was forked from; a
+    /// fork/wait chain then stays on two cores).
+    #[arg(long)]
+    pub nest_no_fork_hint: bool,
 }
 
 /// Why the loader cannot start: one line each, saying what to do.
 fn preflight() -> Result<()> {
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("loading a BPF scheduler needs root: run `warmcore sched` as root (sudo)");
+    }
     if !Path::new(SCHED_EXT_DIR).exists() {
         let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         bail!(
             "this kernel ({}) has no sched_ext (CONFIG_SCHED_CLASS_EXT): run the scheduler in a VM, e.g. `warmcore vm -- warmcore sched --policy nest --run-for 10`",
             rel.trim()
         );
-    }
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("loading a BPF scheduler needs root: run `warmcore sched` as root (sudo)");
     }
     if let Ok(true) = compat::is_sched_ext_enabled() {
         let other = std::fs::read_to_string(format!("{SCHED_EXT_DIR}/root/ops")).unwrap_or_default();
@@ -247,6 +257,24 @@ fn topology() -> Result<(usize, Vec<u32>)> {
     Ok((nr, llc))
 }
 
+fn positive_secs(opt: &str, s: f64) -> Result<Duration> {
+    if !(s > 0.0 && s.is_finite()) {
+        bail!("{opt} {s}: give a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// `--monitor SECS`: print the statistics of the scheduler running in another
+/// process (through its scx_stats server) until SIGINT or SIGTERM.
+pub fn monitor(secs: f64) -> Result<()> {
+    let intv = positive_secs("--monitor", secs)?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let s = shutdown.clone();
+    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
+    eprintln!("warmcore sched: statistics of the running scheduler every {secs} s (waiting for one if none runs; Ctrl-C to stop)");
+    stats::monitor(intv, || shutdown.load(Ordering::Relaxed))
+}
+
 /// How the run ended.
 pub enum Outcome {
     /// Detached on a signal or after --run-for.
@@ -261,11 +289,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     if opts.slice_min_us > opts.slice_us {
         bail!("--slice-min-us ({}) is above --slice-us ({}): lower it", opts.slice_min_us, opts.slice_us);
     }
-    if let Some(s) = opts.stats {
-        if !(s > 0.0 && s.is_finite()) {
-            bail!("--stats {s}: give a positive number of seconds");
-        }
-    }
+    let period = opts.stats.map(|s| positive_secs("--stats", s)).transpose()?;
     let (nr_cpus, llc) = topology()?;
     if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
         bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
@@ -327,6 +351,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         ro.nest_wc_dies = !opts.nest_no_wc_dies;
         ro.nest_claim = !opts.nest_no_claim;
         ro.nest_warm = warm;
+        ro.nest_fork_hint = !opts.nest_no_fork_hint;
     }
     let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
     if let Some(w) = &warmers {
@@ -354,8 +379,22 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), nr_cpus);
 
     let start = Instant::now();
-    let period = opts.stats.map(Duration::from_secs_f64);
-    let mut next_stats = period.map(|p| start + p);
+    // The stats server (scx_stats): its requests are answered by this loop.
+    let server = scx_stats::StatsServer::<(), stats::Metrics>::new(stats::server_data())
+        .launch()
+        .context("starting the stats server")?;
+    let (res_ch, req_ch) = server.channels();
+    let monitor_stop = Arc::new(AtomicBool::new(false));
+    if let Some(p) = period {
+        let stop = monitor_stop.clone();
+        std::thread::Builder::new().name("wc-stats".into()).spawn(move || {
+            // Let the scheduler run one period before the first line.
+            std::thread::sleep(p);
+            if let Err(e) = stats::monitor(p, || stop.load(Ordering::Relaxed)) {
+                eprintln!("warmcore sched: statistics: {e:#}");
+            }
+        })?;
+    }
     let deadline = opts.run_for.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     let mut ejected = false;
     loop {
@@ -370,16 +409,12 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         if deadline.is_some_and(|d| now >= d) {
             break;
         }
-        if let (Some(p), Some(n)) = (period, next_stats) {
-            if now >= n {
-                let m = stats::read(&skel, opts, start.elapsed())?;
-                writeln!(out, "{}", serde_json::to_string(&m)?)?;
-                out.flush()?;
-                next_stats = Some(n + p);
-            }
+        if req_ch.recv_timeout(Duration::from_millis(100)).is_ok() {
+            let m = stats::read(&skel, opts, start.elapsed())?;
+            res_ch.send(m).context("answering the stats server")?;
         }
-        std::thread::sleep(Duration::from_millis(100));
     }
+    monitor_stop.store(true, Ordering::Relaxed);
     let final_stats = stats::read(&skel, opts, start.elapsed())?;
     drop(link);
     if let Some(w) = warmers {

@@ -8,7 +8,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
-use serde::Serialize;
+use std::io::Write;
+
+use scx_stats::prelude::*;
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf as intf;
 use crate::bpf_skel::BpfSkel;
@@ -41,29 +45,73 @@ pub const STAT_NAMES: [&str; intf::wc_stat_WC_NR_STATS as usize] = [
     "warm_spins",
     "warm_ns",
     "warm_preempted",
+    "nest_fork_hint",
 ];
 
 /// Operation names, in the order of `enum wc_prof_op`.
 pub const PROF_NAMES: [&str; intf::wc_prof_op_WC_NR_PROF as usize] =
     ["select_cpu", "enqueue", "dispatch", "running", "stopping", "tick"];
 
-#[derive(Serialize, Debug, Clone)]
+/// One operation of the profile.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, Stats)]
 pub struct OpProfile {
+    #[stat(desc = "Calls")]
     pub calls: u64,
+    #[stat(desc = "Total time in the operation (ns)")]
     pub total_ns: u64,
+    #[stat(desc = "Mean time per call (ns)")]
     pub mean_ns: f64,
 }
 
-#[derive(Serialize, Debug, Clone)]
+/// What `--stats` prints (one JSON object a line) and the stats server
+/// answers (`--monitor`, or any scx_stats client). Counts are totals since
+/// the scheduler was attached.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, Stats)]
+#[stat(top)]
 pub struct Metrics {
+    #[stat(desc = "Placement policy")]
     pub policy: String,
+    #[stat(desc = "Seconds since the scheduler was attached")]
     pub elapsed_s: f64,
+    #[stat(desc = "Decision counts, by name (src/bpf/intf.h, enum wc_stat)")]
     pub counts: BTreeMap<String, u64>,
+    #[stat(desc = "Cores in Nest's primary nest now")]
     pub nest_primary: u64,
+    #[stat(desc = "Cores in Nest's reserve nest now")]
     pub nest_reserve: u64,
+    #[stat(desc = "Largest primary nest so far")]
     pub nest_primary_max: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<BTreeMap<String, OpProfile>>,
+    #[stat(desc = "Per-operation profile (with --profile)")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profile: BTreeMap<String, OpProfile>,
+}
+
+/// The stats server's data: one request ("top", the default) answered with
+/// the current Metrics by the loader's main loop.
+pub fn server_data() -> StatsServerData<(), Metrics> {
+    let open: Box<dyn StatsOpener<(), Metrics>> = Box::new(move |(req_ch, res_ch)| {
+        let read: Box<dyn StatsReader<(), Metrics>> = Box::new(move |_args, (req_ch, res_ch)| {
+            req_ch.send(())?;
+            res_ch.recv()?.to_json()
+        });
+        let _ = (req_ch, res_ch);
+        Ok(read)
+    });
+    StatsServerData::new()
+        .add_meta(OpProfile::meta())
+        .add_meta(Metrics::meta())
+        .add_ops("top", StatsOps { open, close: None })
+}
+
+/// Print the running scheduler's Metrics every @intv as JSON lines, through
+/// its stats server, until @stop.
+pub fn monitor(intv: Duration, stop: impl Fn() -> bool) -> Result<()> {
+    scx_utils::monitor_stats::<Metrics>(&[], intv, stop, |m| {
+        let mut o = std::io::stdout().lock();
+        writeln!(o, "{}", serde_json::to_string(&m)?)?;
+        o.flush()?;
+        Ok(())
+    })
 }
 
 pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> Result<Metrics> {
@@ -88,7 +136,9 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
         }
     }
     let counts = STAT_NAMES.iter().zip(sum.cnt.iter()).map(|(n, v)| (n.to_string(), *v)).collect();
-    let profile = opts.profile.then(|| {
+    let profile = if !opts.profile {
+        BTreeMap::new()
+    } else {
         PROF_NAMES
             .iter()
             .enumerate()
@@ -98,7 +148,7 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
                 (n.to_string(), OpProfile { calls: c, total_ns: t, mean_ns: mean })
             })
             .collect()
-    });
+    };
     let bss = skel.maps.bss_data.as_ref().unwrap();
     Ok(Metrics {
         policy: opts.policy.name().to_string(),

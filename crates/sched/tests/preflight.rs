@@ -36,7 +36,7 @@ fn counter_names_are_unique() {
 
 #[test]
 fn without_sched_ext_it_points_to_the_vm() {
-    if std::path::Path::new("/sys/kernel/sched_ext").exists() {
+    if std::path::Path::new("/sys/kernel/sched_ext").exists() || unsafe { libc::geteuid() } != 0 {
         return; // this kernel has sched_ext: the VM test covers loading
     }
     let o = opts(&["--policy", "slocal"]).unwrap();
@@ -55,4 +55,54 @@ fn freq_set_needs_a_running_scheduler() {
     }
     let err = format!("{:#}", warmcore_sched::freq_set(0, 1_000_000).unwrap_err());
     assert!(err.contains("--freq-source=map"), "{err}");
+}
+
+#[test]
+fn stats_and_monitor_periods_must_be_positive() {
+    for (flag, v) in [("--stats", "0"), ("--stats=-1", ""), ("--monitor", "0"), ("--monitor", "inf")] {
+        let args: Vec<&str> = [flag, v].into_iter().filter(|a| !a.is_empty()).collect();
+        let o = opts(&args).unwrap();
+        let flag = flag.split('=').next().unwrap();
+        let err = if flag == "--monitor" {
+            format!("{:#}", warmcore_sched::monitor(o.monitor.unwrap()).unwrap_err())
+        } else {
+            match run(&o, &mut Vec::new()) {
+                Err(e) => format!("{e:#}"),
+                Ok(_) => panic!("ran with {flag} {v}"),
+            }
+        };
+        if flag == "--stats" && !err.contains("--stats") {
+            // root and sched_ext checks come first
+            assert!(err.contains("root") || err.contains("sched_ext"), "{err}");
+            continue;
+        }
+        assert!(err.contains(flag) && err.contains("positive"), "{flag} {v}: {err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+    assert!(opts(&["--stats", "1", "--monitor", "1"]).is_err(), "--stats and --monitor conflict");
+}
+
+#[test]
+fn metrics_keep_the_json_line_format() {
+    // The VM suite parses these lines (scripts/test-sched-vm.sh).
+    let mut m = stats::Metrics { policy: "nest".into(), nest_primary_max: 3, ..Default::default() };
+    m.counts.insert("select_cpu".into(), 7);
+    let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(j["counts"]["select_cpu"], 7);
+    assert_eq!(j["nest_primary_max"], 3);
+    assert!(j.get("profile").is_none(), "no profile without --profile: {j}");
+    m.profile.insert("select_cpu".into(), stats::OpProfile { calls: 2, total_ns: 10, mean_ns: 5.0 });
+    let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(j["profile"]["select_cpu"]["calls"], 2);
+    // and a monitor (a scx_stats client) reads them back
+    let back: stats::Metrics = serde_json::from_value(j).unwrap();
+    assert_eq!(back.profile["select_cpu"].mean_ns, 5.0);
+}
+
+#[test]
+fn the_stats_server_describes_its_metrics() {
+    let mut out = Vec::new();
+    stats::server_data().describe_meta(&mut out, None).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("nest_primary_max") && text.contains("Largest primary nest"), "{text}");
 }

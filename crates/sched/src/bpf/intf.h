@@ -62,6 +62,7 @@ enum wc_stat {
 	WC_ST_WARM_SPINS,	/* nest: warmer runs on an idle primary core */
 	WC_ST_WARM_NS,		/* nest: total time the warmers ran */
 	WC_ST_WARM_PREEMPTED,	/* nest: warmer gave the core up to a task */
+	WC_ST_NEST_FORK_HINT,	/* nest: child placed on its parent's fork hint */
 	WC_NR_STATS,
 };
 

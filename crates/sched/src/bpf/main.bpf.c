@@ -54,6 +54,7 @@ const volatile bool nest_die_first = true;	/* section 3.1 */
 const volatile bool nest_wc_dies = true;	/* section 3.4 */
 const volatile bool nest_claim = true;		/* section 3.4 */
 const volatile bool nest_warm = true;		/* section 3.2 */
+const volatile bool nest_fork_hint = true;	/* see select_nest */
 
 /* Read by the loader. */
 u64 nr_primary, nr_reserve, max_primary;
@@ -70,6 +71,7 @@ struct cpu_ctx {
 	s32 pull_hint;		/* CPU whose queue to try first when pulling */
 	u32 claimed;		/* nest: placement claim flag (section 3.4) */
 	u8 warming;		/* nest: the warmer runs now */
+	u8 warm_spin;		/* nest: this warmer run is a spin (not a feed) */
 	u8 warm_allowed;	/* nest: the next idle period may warm */
 	u8 warm_feed;		/* nest: run the warmer briefly (watchdog) */
 	u8 exited_here;		/* nest: the last task to stop here exited */
@@ -86,6 +88,9 @@ struct {
 struct task_ctx {
 	s32 hist[2];		/* nest: the last two CPUs the task ran on */
 	u32 impatience;		/* nest: successive misses of its previous core */
+	s32 fork_hint;		/* nest: the core to try for its next child */
+	s32 fork_home;		/* nest: a chain's core to return to, tried first */
+	s32 fork_home_next;	/* nest: the home its child will try first */
 	u32 smove_gen;		/* smove: generation of the armed timer */
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
@@ -478,13 +483,16 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
  * 3.1), then the other dies. In the primary nest, cores unused for P_remove
  * ticks are compacted as they are met (section 3.1).
  */
-static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_primary, u64 now)
+enum { NEST_RESERVE_SEARCH, NEST_PRIMARY_IDLE, NEST_PRIMARY_WARM };
+
+static s32 nest_search(struct task_struct *p, s32 start, s32 prev, u32 mode, u64 now)
 {
+	bool is_primary = mode != NEST_RESERVE_SEARCH, take_warm = mode != NEST_PRIMARY_IDLE;
 	struct bpf_cpumask *primary, *reserve, *mask;
 	u32 llc = llc_of(prev), pass, i;
 	const struct cpumask *idle;
 	struct cpu_ctx *c;
-	s32 cpu, found = -1;
+	s32 cpu, found = -1, warm;
 
 	idle = scx_bpf_get_idle_cpumask();
 	bpf_rcu_read_lock();
@@ -494,6 +502,7 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 		goto out;
 	mask = is_primary ? primary : reserve;
 	for (pass = 0; pass < 2; pass++) {
+		warm = -1;
 		bpf_for(i, 0, nr_cpus) {
 			cpu = (start + i) % nr_cpus;
 			if (!bpf_cpumask_test_cpu(cpu, (const struct cpumask *)mask) ||
@@ -513,18 +522,98 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 				stat_add(WC_ST_NEST_COMPACTIONS, 1);
 				continue;
 			}
+			/* Another task's warm core is taken only if no core is
+			 * idle, in this nest or (@take_warm false) in the reserve:
+			 * its warmer keeps it for the task that just left it (a
+			 * fork/wait chain's grandparent, a task that blocked
+			 * briefly), and taking an idle core preempts nothing. The
+			 * task's own previous core is always taken first. */
+			if (c->warming && is_primary && nest_warm && cpu != start) {
+				if (warm < 0)
+					warm = cpu;
+				continue;
+			}
 			if (nest_claim_cpu(cpu)) {
-				if (pass == 1 && nest_die_first)
-					stat_add(WC_ST_NEST_OTHER_DIE, 1);
 				found = cpu;
-				goto out;
+				goto claimed;
 			}
 		}
+		if (take_warm && warm >= 0 && nest_claim_cpu(warm)) {
+			found = warm;
+			goto claimed;
+		}
 	}
+	goto out;
+claimed:
+	if (pass == 1 && nest_die_first)
+		stat_add(WC_ST_NEST_OTHER_DIE, 1);
 out:
 	bpf_rcu_read_unlock();
 	scx_bpf_put_idle_cpumask(idle);
 	return found;
+}
+
+/* After a fork placed @p on @cpu from the parent's core @start. */
+/*
+ * The fork hint (not in the paper; --nest-no-fork-hint turns it off). A
+ * child is first offered the core its parent's previous child went to or,
+ * for a first child, the core its parent was forked from. When that core is
+ * busy (a short task woke there), the child goes where the search finds room
+ * and the busy core becomes the chain's home: the fork after next (the first
+ * that does not start on the stand-in core) tries the home first, so that
+ * the chain returns to its two cores instead of adopting a third. A hint may
+ * be in either nest (a reserve core is promoted, as by the reserve search).
+ */
+static void fork_hint_set(struct task_struct *p, s32 start, s32 cpu, s32 busy)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct task_ctx *tctx = task_ctx(p), *ptctx = cur ? task_ctx(cur) : NULL;
+
+	if (!tctx || !ptctx)
+		return;
+	tctx->fork_hint = start;
+	if (cpu_ok(busy) && busy != cpu) {
+		tctx->fork_home = -1;
+		tctx->fork_home_next = busy;
+		ptctx->fork_home = busy;
+	} else {
+		tctx->fork_home = ptctx->fork_home_next;
+		tctx->fork_home_next = -1;
+	}
+	ptctx->fork_hint = cpu;
+}
+
+/* @h is a usable core of either nest for a child forked on @start; claimed. */
+static bool nest_hint_ok(struct task_struct *p, s32 h, s32 start,
+			 struct bpf_cpumask *primary, struct bpf_cpumask *reserve)
+{
+	return cpu_ok(h) && h != start && bpf_cpumask_test_cpu(h, p->cpus_ptr) &&
+	       (bpf_cpumask_test_cpu(h, (const struct cpumask *)primary) ||
+		bpf_cpumask_test_cpu(h, (const struct cpumask *)reserve)) &&
+	       nest_usable(h) && nest_claim_cpu(h);
+}
+
+/* The core the fork hint offers the child @p of the current task, claimed,
+ * or -1; *@busy is the hint if it was busy. */
+static s32 nest_fork_hint_pick(struct task_struct *p, s32 start, struct bpf_cpumask *primary,
+			       struct bpf_cpumask *reserve, s32 *busy)
+{
+	struct task_ctx *ptctx = task_ctx(bpf_get_current_task_btf());
+	s32 h;
+
+	if (!ptctx)
+		return -1;
+	h = ptctx->fork_home;
+	if (nest_hint_ok(p, h, start, primary, reserve)) {
+		ptctx->fork_home = -1;
+		return h;
+	}
+	h = ptctx->fork_hint;
+	if (nest_hint_ok(p, h, start, primary, reserve))
+		return h;
+	if (cpu_ok(h) && h != start)
+		*busy = h;
+	return -1;
 }
 
 static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
@@ -533,7 +622,7 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_ctx *c;
 	bool impatient = false, idle = false;
-	s32 cpu = -1, start = prev;
+	s32 cpu = -1, start = prev, busy = -1;
 	u64 now = now_ns();
 
 	if (wake_flags & SCX_WAKE_FORK)
@@ -549,6 +638,23 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 
 	if (tctx && nest_impatience && tctx->impatience >= nest_r_impatient)
 		impatient = true;
+
+	/*
+	 * A fork: the parent's core, where the search starts (section 3.1), is
+	 * busy with the parent. Try first the fork hint (see fork_hint_set):
+	 * in a fork/wait chain, the core where the grandparent waits, still
+	 * warm, so that the chain alternates between two cores as Nest intends
+	 * for one task running at a time, instead of moving at each fork to
+	 * the next core of the primary nest in CPU order.
+	 */
+	if ((wake_flags & SCX_WAKE_FORK) && nest_fork_hint) {
+		cpu = nest_fork_hint_pick(p, start, primary, reserve, &busy);
+		if (cpu >= 0) {
+			nest_add_primary(primary, reserve, cpu);
+			stat_add(WC_ST_NEST_FORK_HINT, 1);
+			goto found;
+		}
+	}
 
 	/* Section 3.3: the attached core first, even if compactable. */
 	if (!impatient && tctx && nest_attach && tctx->hist[0] == tctx->hist[1] &&
@@ -573,18 +679,27 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	}
 
 	if (!impatient) {
-		cpu = nest_search(p, start, start, true, now);
+		cpu = nest_search(p, start, start,
+				  nest_reserve ? NEST_PRIMARY_IDLE : NEST_PRIMARY_WARM, now);
 		if (cpu >= 0) {
 			stat_add(WC_ST_NEST_PRIMARY, 1);
 			goto found;
 		}
 	}
 	if (nest_reserve) {
-		cpu = nest_search(p, nest_reserve_start, start, false, now);
+		cpu = nest_search(p, nest_reserve_start, start, NEST_RESERVE_SEARCH, now);
 		if (cpu >= 0) {
 			nest_add_primary(primary, reserve, cpu);
 			stat_add(WC_ST_NEST_RESERVE, 1);
 			goto placed_new;
+		}
+		if (!impatient) {
+			/* No idle core in either nest: another task's warm one. */
+			cpu = nest_search(p, start, start, NEST_PRIMARY_WARM, now);
+			if (cpu >= 0) {
+				stat_add(WC_ST_NEST_PRIMARY, 1);
+				goto found;
+			}
 		}
 	}
 
@@ -618,6 +733,8 @@ placed_new:
 	}
 found:
 	bpf_rcu_read_unlock();
+	if ((wake_flags & SCX_WAKE_FORK) && nest_fork_hint)
+		fork_hint_set(p, start, cpu, busy);
 	c = cpu_ctx(cpu);
 	if (c) {
 		c->last_used = now;
@@ -766,6 +883,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 	 * watchdog must see every runnable task run, even under overload. */
 	if (c && c->warm_feed) {
 		c->warm_feed = 0;
+		c->warm_spin = 0;
 		c->warm_ticks = nest_s_max_ticks;
 		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
 			goto out;
@@ -800,6 +918,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 		if (c->warm_allowed && primary_has(cpu)) {
 			c->warm_allowed = 0;
 			c->warm_ticks = 0;
+			c->warm_spin = 1;
 			if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
 				stat_add(WC_ST_WARM_SPINS, 1);
 		}
@@ -857,6 +976,16 @@ void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 		if (c) {
 			c->warming = 0;
 			c->warm_last_run = now;
+			/* A spin keeps the core in use (section 3.2: it is kept warm
+			 * because it is expected back soon): P_remove counts from its
+			 * end, so that a core left by a task that blocked stays in the
+			 * primary nest for up to S_max + P_remove ticks. Without this,
+			 * a fork/wait chain whose links last about P_remove (as under
+			 * emulation) finds its grandparent's core compacted at each
+			 * fork and hops to another core. */
+			if (c->warm_spin)
+				c->last_used = now;
+			c->warm_spin = 0;
 			if (c->warm_start && now > c->warm_start)
 				stat_add(WC_ST_WARM_NS, now - c->warm_start);
 			c->warm_start = 0;
@@ -973,6 +1102,9 @@ s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_arg
 		return -ENOMEM;
 	tctx->hist[0] = -1;
 	tctx->hist[1] = -2;
+	tctx->fork_hint = -1;
+	tctx->fork_home = -1;
+	tctx->fork_home_next = -1;
 	tctx->warmer_cpu = -1;
 	wcpu = bpf_map_lookup_elem(&warmers, &pid);
 	if (wcpu && cpu_ok(*wcpu)) {
