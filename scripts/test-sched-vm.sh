@@ -32,7 +32,8 @@ run_policy() {
   case \$P in
   default)
     warmcore vm workload chain --n 100 --work-us 5000 | sed "s/^/CHAIN \$P /"
-    warmcore vm workload forkcpu --n 40 --busy-us 5000 | sed "s/^/FORKBUSY \$P /";;
+    warmcore vm workload forkcpu --n 40 --busy-us 5000 | sed "s/^/FORKBUSY \$P /"
+    warmcore vm workload hogs --n 4 --secs 5 | sed "s/^/HOGS \$P /";;
   slocal)
     warmcore vm workload forkcpu --n 100 | sed "s/^/FORKCPU \$P /";;
   smove)
@@ -148,8 +149,15 @@ for p in ["default", "slocal", "smove", "nest"]:
         known_failure(cn is not None and cd is not None and cn["cpus_used"] < cd["cpus_used"],
                       f"nest: fewer CPUs than default in the same boot ({cd and cd['cpus_used']})", why)
         check(sm is not None and sm["nest_primary_max"] >= 4, f"nest: the primary nest grows to 4 CPUs ({sm and sm['nest_primary_max']})")
-        check(h is not None and h["cpu_s"] >= 0.9 * 4 * h["wall_s"],
-              f"nest: no CPU idle while a hog waits (CPU time / wall = {h and round(h['cpu_s'] / h['wall_s'], 2)} of 4)")
+        # Under single-threaded TCG every vCPU shares one host thread: when
+        # the host is busy, guest wall time passes with no vCPU running, so
+        # the share is compared with the default policy's in the same boot
+        # rather than with 4 (one CPU left idle would give 0.75 of it).
+        hd = js("HOGS", "default")
+        share = lambda x: x["cpu_s"] / x["wall_s"] if x and x.get("wall_s") else 0.0
+        check(h is not None and hd is not None and share(h) >= 0.9 * share(hd),
+              f"nest: no CPU idle while a hog waits (CPU time / wall = {round(share(h), 2)} of 4; "
+              f"default policy {round(share(hd), 2)})")
 def val(tag):
     for l in lines:
         if l.startswith(tag + " "):
