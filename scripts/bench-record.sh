@@ -129,7 +129,7 @@ for w in "${ORDER[@]}"; do
                 m["sched:sched_process_fork"] = "FORK"; m["sched:sched_process_exec"] = "EXEC";
                 m["sched:sched_process_exit"] = "EXIT"; for (k in m) want[m[k]] = 1 }
         FNR == NR { if ($2 in m) perf[m[$2]]++; next }
-        { ts = $1 / 1000.0; if (ts < from - 1e-9 || ts > to + 1e-9) next
+        { ts = $1; if (ts < from - 1e-9 || ts > to + 1e-9) next
           for (i = 4; i <= NF; i++) if ($i in want) { wc[$i]++; break } }
         END { for (k in m) { id = m[k]; d = (perf[id] > 0) ? (wc[id] - perf[id]) * 100.0 / perf[id] : 0;
                 printf "%-10s %-20s %10d %10d %+7.2f%% %s\n", w, k, perf[id], wc[id], d,
