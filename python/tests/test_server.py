@@ -69,3 +69,21 @@ def test_unreadable_trace_makes_an_error_page(tmp_path):
     server.make_document(doc, model)
     err = doc.get_model_by_name("error")
     assert html.escape(model.error) in err.text
+
+
+def test_runqueue_derived_for_small_traces_only(tmp_path, monkeypatch):
+    from warmcore import EVENT_IDS as ID
+
+    path = tmp_path / "norq.wct"
+    w = warmcore.Writer(str(path), 2)
+    w.push(0, 1_000_000, 0, ID["CTX_SWITCH"], 10, 0)
+    w.push(0, 2_000_000, 20, ID["WAKEUP"], 1, 10)
+    w.push(1, 4_000_000, 0, ID["CTX_SWITCH"], 20, 0)
+    w.push(1, 6_000_000, 20, ID["CTX_SWITCH"], 0, 1)
+    w.finish()
+    model = server.Model(str(path), "freq")
+    assert model.rq_derived and model.has["RQ_SIZE"]
+    assert model.rq_at(np.array([3_000_000]))[:, 0].tolist() == [1, 1]
+    monkeypatch.setattr(server, "RQ_DERIVE_MAX_EVENTS", 3)
+    model = server.Model(str(path), "freq")
+    assert not model.rq_derived and not model.has["RQ_SIZE"] and model.rq_at(np.array([0])) is None

@@ -24,6 +24,8 @@ import numpy as np
 from . import render, views
 from .trace import Trace
 
+# Largest trace whose run-queue sizes the page derives (see Model).
+RQ_DERIVE_MAX_EVENTS = 2_000_000
 WIDTH = 1300          # the figures' width in CSS pixels
 PLOT_W = WIDTH - 70   # about the width of the plotting frame: the rasters' width
 EVENT_MARKS_MAX = 5_000
@@ -59,8 +61,11 @@ class Model:
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
         self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
-        # Without RQ_SIZE events, run-queue sizes are derived from the switches.
-        self.rq_derived = self.data.runqueue_derived
+        # Without RQ_SIZE events, run-queue sizes are derived from the switches:
+        # a pass of the trace analysis and a segment per change, so only for
+        # traces small enough to keep the page's time and memory bounds
+        # (`warmcore plot FILE --view runqueue` derives them for any size).
+        self.rq_derived = self.data.runqueue_derived and self.data.n <= RQ_DERIVE_MAX_EVENTS
         self.has["RQ_SIZE"] = self.has["RQ_SIZE"] or self.rq_derived
         counts = np.bincount(self.data.cols["id"]) if self.data.n else np.zeros(0, np.int64)
         self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in enumerate(counts) if c}
@@ -197,8 +202,10 @@ def make_document(doc, model: Model):
         rq.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=rq_img)
         panels += [rq, Div(text=_legend(model.layer("runqueue").colors), width=WIDTH)]
     else:
-        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events and no context switches "
-                               "to derive them from.</i>", width=WIDTH))
+        why = (f"deriving them from its switches is left to `warmcore plot FILE --view runqueue` above "
+               f"{RQ_DERIVE_MAX_EVENTS:,} events" if model.data.runqueue_derived
+               else "and no context switches to derive them from")
+        panels.append(Div(text=f"<i>Run-queue size: the trace has no RQ_SIZE events; {why}.</i>", width=WIDTH))
     # Under- and overload over time.
     load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
     load.y_range = Range1d(0, n + 0.5)
