@@ -143,10 +143,8 @@ impl CoreDvfs {
     pub fn hw_sample(&mut self, now: u64, m: &Machine, g: Governor, ceiling: u32) -> (u32, bool) {
         self.update_avg(now, m);
         let d = &m.spec.dvfs;
-        let step = d.freq_step_mhz * 1000;
         let floor = g.floor(m);
-        let want = 1.25 * self.avg * m.max_khz() as f64;
-        let mut f = ((want as u32) / step * step).clamp(floor, ceiling.max(floor));
+        let mut f = request(m, self.avg, floor, ceiling.max(floor));
         let mut bouncing = false;
         if let Some(since) = self.idle_since {
             let dt = (now - since) as f64 * 1e-6;
@@ -164,6 +162,15 @@ impl CoreDvfs {
     }
 }
 
+/// 1.25 x `share` x f_max (busy share for the hardware, utilisation for
+/// schedutil: MODEL-FACTS.md sections 4 and 5), floored to the bus step and
+/// clamped to [floor, ceiling], kHz.
+pub fn request(m: &Machine, share: f64, floor: u32, ceiling: u32) -> u32 {
+    let step = m.spec.dvfs.freq_step_mhz * 1000;
+    let want = 1.25 * share * m.max_khz() as f64;
+    ((want as u32) / step * step).clamp(floor, ceiling)
+}
+
 /// The frequency a core shows `ns` after it leaves a long idle to run alone
 /// on its socket: for the hardware governors, the ramp of `hw_sample`; for
 /// schedutil, a new task's utilisation (half) grown over `ns`.
@@ -172,9 +179,7 @@ pub fn freq_after_busy(m: &Machine, g: Governor, ns: u64) -> u32 {
     let floor = g.floor(m);
     if g == Governor::Schedutil {
         let util = 1.0 - 0.5 * (-(ns as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
-        let step = m.spec.dvfs.freq_step_mhz * 1000;
-        let want = 1.25 * util * m.max_khz() as f64;
-        return ((want as u32) / step * step).clamp(m.min_khz(), ceiling);
+        return request(m, util, m.min_khz(), ceiling);
     }
     let mut core = CoreDvfs::new(floor);
     core.set_busy(0, true, m, g);

@@ -658,9 +658,7 @@ impl Sim {
                 util = util.max(self.task_util(t));
             }
         }
-        let step = self.machine.spec.dvfs.freq_step_mhz * 1000;
-        let want = 1.25 * util * self.machine.max_khz() as f64;
-        let f = ((want as u32) / step * step).clamp(self.machine.min_khz(), self.ceiling(core));
+        let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
         self.cores[core as usize].su_last = self.now;
         self.set_freq(core, f);
     }
