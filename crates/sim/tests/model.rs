@@ -8,7 +8,7 @@ use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::Collect;
+use common::{fork_then, Collect};
 
 fn simulate(m: Machine, g: Governor, policy: &str, w: Workload) -> (warmcore_sim::engine::Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -279,15 +279,7 @@ fn policies_can_defer_migrations_with_timers() {
     use warmcore_sim::Policy as _;
     let m = Machine::load("default").unwrap();
     let run = |parent_waits: bool| {
-        let mut w = Workload::new("defer");
-        let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
-        let mut steps = vec![Step::Fork(child)];
-        if !parent_waits {
-            steps.push(Step::Compute(Amount::fixed(6e6)));
-        }
-        steps.extend([Step::WaitAll, Step::Exit]);
-        let main = w.add("main", steps);
-        w.initial.push((main, "main".into(), Some(0)));
+        let w = fork_then(parent_waits);
         let c = Collect::default();
         let p = Deferred { cfs: warmcore_sim::cfs::Cfs::new(&m, &[]).unwrap(), first: Default::default() };
         assert_eq!(p.name(), "deferred");

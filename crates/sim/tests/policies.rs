@@ -9,7 +9,7 @@ use warmcore_sim::{run, Governor, Machine, RunConfig};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{Collect, SMALL_WORKLOADS};
+use common::{fork_then, Collect, SMALL_WORKLOADS};
 
 fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -35,21 +35,6 @@ fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
 
 fn stat(out: &Outcome, k: &str) -> u64 {
     out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
-}
-
-/// A parent on CPU 0 forks a 1 ms child, then either waits at once or keeps
-/// computing for 2 ms before waiting.
-fn fork_then(parent_waits: bool) -> Workload {
-    let mut w = Workload::new("fork");
-    let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
-    let mut steps = vec![Step::Fork(child)];
-    if !parent_waits {
-        steps.push(Step::Compute(Amount::fixed(6e6)));
-    }
-    steps.extend([Step::WaitAll, Step::Exit]);
-    let main = w.add("main", steps);
-    w.initial.push((main, "main".into(), Some(0)));
-    w
 }
 
 #[test]

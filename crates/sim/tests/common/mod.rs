@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use warmcore_sim::engine::Sink;
+use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_trace::Event;
 
 /// Keeps every (cpu, event) the engine emits; clones share the list.
@@ -37,3 +38,18 @@ pub const SMALL_WORKLOADS: &[&str] = &[
     "unixbench:test=3,operations=40",
     "unixbench:test=4,operations=40",
 ];
+
+/// A parent on CPU 0 forks a 1 ms child, then either waits at once or keeps
+/// computing for 2 ms before waiting.
+pub fn fork_then(parent_waits: bool) -> Workload {
+    let mut w = Workload::new("fork");
+    let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
+    let mut steps = vec![Step::Fork(child)];
+    if !parent_waits {
+        steps.push(Step::Compute(Amount::fixed(6e6)));
+    }
+    steps.extend([Step::WaitAll, Step::Exit]);
+    let main = w.add("main", steps);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
