@@ -110,22 +110,18 @@ class Model:
         if not self.has["RQ_SIZE"]:
             return None
         f = self.layer("runqueue").frame
-        cpu, beg, nr = f["cpu"].to_numpy(), f["begin"].to_numpy(), f["nr_running"].to_numpy()
-        bounds = np.searchsorted(cpu, np.arange(self.data.nr_cpus + 1))
-        out = np.zeros((self.data.nr_cpus, len(ts)), dtype=np.int64)
-        for c in range(self.data.nr_cpus):
-            s, e = bounds[c], bounds[c + 1]
-            if s == e:
-                continue
-            j = np.searchsorted(beg[s:e], ts, side="right") - 1
-            ok = j >= 0
-            out[c, ok] = nr[s:e][j[ok]]
-        return out
+        return self._step_at(f, f["nr_running"].to_numpy(), ts)
 
     def busy_at(self, ts: np.ndarray) -> np.ndarray:
         """1 where a task runs on each CPU at the times `ts`, from the switches."""
         f = self.layer("freq").frame
-        cpu, beg, task = f["cpu"].to_numpy(), f["begin"].to_numpy(), f["task"].to_numpy()
+        return self._step_at(f, f["task"].to_numpy() != 0, ts)
+
+    def _step_at(self, f, values: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Each CPU's value at the times `ts` (cpus x len(ts)): that of the
+        last of its segments (rows of `f`, in CPU order) begun at or before
+        each time, 0 before the first."""
+        cpu, beg = f["cpu"].to_numpy(), f["begin"].to_numpy()
         bounds = np.searchsorted(cpu, np.arange(self.data.nr_cpus + 1))
         out = np.zeros((self.data.nr_cpus, len(ts)), dtype=np.int64)
         for c in range(self.data.nr_cpus):
@@ -134,7 +130,7 @@ class Model:
                 continue
             j = np.searchsorted(beg[s:e], ts, side="right") - 1
             ok = j >= 0
-            out[c, ok] = (task[s:e][j[ok]] != 0)
+            out[c, ok] = values[s:e][j[ok]]
         return out
 
 
