@@ -876,8 +876,9 @@ pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
     for e in trace.events(None, Window::ALL) {
         let e = e?;
         a.push(&e);
-        let touched = a.touched.as_mut().map(std::mem::take).unwrap_or_default();
-        for c in touched {
+        // Taken out and put back emptied: one buffer for the whole pass.
+        let mut touched = a.touched.take().unwrap_or_default();
+        for &c in &touched {
             let cpu = &a.cpus[c as usize];
             let nr = cpu.waiting + (cpu.curr != 0) as u32;
             if nr != last[c as usize] {
@@ -885,6 +886,8 @@ pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
                 out.push((c, e.ev.ts, nr));
             }
         }
+        touched.clear();
+        a.touched = Some(touched);
     }
     Ok(out)
 }
