@@ -38,13 +38,41 @@ impl TraceError {
     }
 }
 
+/// Text from a file (quoted by a parser's message, or a path) shown on one
+/// line: line breaks are written as \n and \r.
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in self.0.split_inclusive(['\n', '\r']) {
+            match part.strip_suffix('\n').map(|p| (p, "\\n")).or_else(|| part.strip_suffix('\r').map(|p| (p, "\\r"))) {
+                Some((text, esc)) => write!(f, "{text}{esc}")?,
+                None => f.write_str(part)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (path, msg) = (OneLine(&self.path), OneLine(&self.msg));
         match self.at {
-            Some(Location::Offset(o)) => write!(f, "{}: at offset {}: {}", self.path, o, self.msg),
-            Some(Location::Line(l)) => write!(f, "{}:{}: {}", self.path, l, self.msg),
-            None => write!(f, "{}: {}", self.path, self.msg),
+            Some(Location::Offset(o)) => write!(f, "{path}: at offset {o}: {msg}"),
+            Some(Location::Line(l)) => write!(f, "{path}:{l}: {msg}"),
+            None => write!(f, "{path}: {msg}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TraceError;
+
+    #[test]
+    fn displays_on_one_line_whatever_the_message_quotes() {
+        let e = TraceError::at_offset("a.wct", 24, "unknown variant `x)\n\r!`, expected one of `other`");
+        assert_eq!(e.to_string(), "a.wct: at offset 24: unknown variant `x)\\n\\r!`, expected one of `other`");
     }
 }
 
