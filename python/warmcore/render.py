@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Pictures of a view: a Datashader raster when zoomed out (every segment
-and event drawn into the pixels it touches, nothing sampled away), exact
+"""Pictures of a view: a raster when zoomed out (every segment and event
+counted into the pixels it touches, nothing sampled away, shaded by
+Datashader), exact
 segments with hover details when zoomed in (shared/seeds/004, section 3.2:
 the two display modes). Shared by `warmcore plot` and `warmcore view`."""
 
@@ -30,9 +31,6 @@ def count_in_window(layer: Layer, x0: float, x1: float) -> int:
 def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: int = 0):
     """An RGBA image (uint32, one row per CPU, bottom row CPU 0) of the
     layer's segments or marks in [x0, x1] ns, `width` pixels wide."""
-    import datashader as ds
-    import datashader.transfer_functions as tf
-
     key = (float(x0), float(x1), int(width), nr_cpus, rows)
     cache = layer.__dict__.setdefault("_rasters", {})
     if key in cache:
@@ -44,46 +42,172 @@ def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: i
     return img
 
 
+# Aggregation. Datashader's own aggregation compiles its kernels with Numba
+# on first use in every process (a cost Numba cannot cache for Datashader's
+# generated kernels): about 2.5 s of CPU for the line kernel and 0.5 s per
+# point kernel here, more than the viewer's whole budget for a first picture.
+# The viewer's glyphs are simple (horizontal segments on a CPU's row, and
+# instants), so they are counted here with numpy, pixel for pixel as
+# Datashader's Canvas.line(axis=1) and Canvas.points count them (same scale
+# and translation, same clipping, both end pixels of a segment counted; the
+# tests compare the two), and Datashader shades the counts.
+
+def _scale(lo: float, hi: float, n: int):
+    """Datashader's linear map from data to pixels: pixel = int(v * s + t)."""
+    s = n / (hi - lo)
+    return s, -lo * s
+
+
+def _pixels(v: np.ndarray, lo: float, hi: float, n: int, inclusive_end: bool) -> np.ndarray:
+    """Pixel index of each value of `v` in [lo, hi] (callers drop those
+    outside): int(v * s + t), a value on the upper bound in the last pixel."""
+    s, t = _scale(lo, hi, n)
+    p = np.multiply(v, s, dtype=np.float64)
+    p += t
+    p = p.astype(np.int64)
+    last = round(hi * s + t) - 1
+    if inclusive_end:  # points: anything at or past the bound (Datashader's points)
+        np.minimum(p, last, out=p)
+    else:              # line ends: exactly the bound (Datashader's snap)
+        p[p == last + 1] = last
+    return p
+
+
+def _inside(v: np.ndarray, lo: float, hi: float):
+    """A mask of `v` in [lo, hi], or None when every value is."""
+    if len(v) == 0 or (v.min() >= lo and v.max() <= hi):
+        return None
+    return (v >= lo) & (v <= hi)
+
+
+def count_segments(begin, end, y, codes, ncat: int, x0: float, x1: float, width: int,
+                   y0: float, y1: float, height: int) -> np.ndarray:
+    """Counts (height x width x ncat, uint32) of the horizontal segments
+    [begin, end] on rows y, category `codes`: each pixel a segment touches
+    counts it once, as Datashader's Canvas.line(axis=1) with count_cat."""
+    begin, end, y, codes = np.asarray(begin), np.asarray(end), np.asarray(y), np.asarray(codes)
+    # A difference array along x: +1 where a segment starts, -1 after it ends.
+    diff = np.zeros(ncat * height * (width + 1), dtype=np.int64)
+    for i in range(0, len(begin), _SLICE):
+        sl = slice(i, i + _SLICE)
+        p0, p1 = _segment_pixels(begin[sl], end[sl], y[sl], codes[sl], x0, x1, width, y0, y1, height)
+        diff += np.bincount(p0, minlength=len(diff))
+        diff -= np.bincount(p1, minlength=len(diff))
+    counts = np.cumsum(diff.reshape(ncat, height, width + 1)[:, :, :width], axis=2)
+    return np.ascontiguousarray(counts.transpose(1, 2, 0)).astype(np.uint32)
+
+
+def _segment_pixels(lo, hi, y, codes, x0, x1, width, y0, y1, height):
+    """Indices into the difference array of where each segment begins and
+    where it has ended."""
+    lo = lo.astype(np.float64, copy=False)
+    hi = hi.astype(np.float64, copy=False)
+    if (lo > hi).any():
+        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+    keep = (hi >= x0) & (lo <= x1)
+    ym = _inside(y, y0, y1)
+    if ym is not None:
+        keep &= ym
+    if not keep.all():
+        lo, hi, y, codes = lo[keep], hi[keep], y[keep], codes[keep]
+    # Liang-Barsky clipping of a horizontal segment, in the same arithmetic:
+    # both ends from the unclipped start.
+    cut0, cut1 = lo < x0, hi > x1
+    if cut0.any() or cut1.any():
+        d = hi - lo
+        new_lo, new_hi = lo.copy(), hi.copy()
+        new_lo[cut0] = lo[cut0] + ((x0 - lo[cut0]) / d[cut0]) * d[cut0]
+        new_hi[cut1] = lo[cut1] + ((x1 - lo[cut1]) / d[cut1]) * d[cut1]
+        lo, hi = new_lo, new_hi
+    base = codes.astype(np.int64)
+    base *= height
+    base += _pixels(y, y0, y1, height, False)
+    base *= width + 1
+    p0 = _pixels(lo, x0, x1, width, False)
+    p0 += base
+    p1 = _pixels(hi, x0, x1, width, False)
+    p1 += base
+    p1 += 1
+    return p0, p1
+
+
+def count_points(x, y, codes, ncat: int, x0: float, x1: float, width: int,
+                 y0: float, y1: float, height: int) -> np.ndarray:
+    """Counts (height x width x ncat, uint32) of instants, as Datashader's
+    Canvas.points with count_cat (codes None: one category)."""
+    x, y = np.asarray(x), np.asarray(y)
+    codes = None if codes is None else np.asarray(codes)
+    counts = np.zeros(height * width * ncat, dtype=np.int64)
+    # In slices that stay in the CPU's caches: a whole trace's events at once
+    # would cost more in fresh temporary arrays than in arithmetic.
+    for i in range(0, len(x), _SLICE):
+        xs, ys = x[i:i + _SLICE], y[i:i + _SLICE]
+        cs = None if codes is None else codes[i:i + _SLICE]
+        keep = _inside(xs, x0, x1)
+        ym = _inside(ys, y0, y1)
+        if ym is not None:
+            keep = ym if keep is None else keep & ym
+        if keep is not None:
+            xs, ys = xs[keep], ys[keep]
+            cs = None if cs is None else cs[keep]
+        if ys.dtype.kind in "iu" and y0 == -0.5 and y1 - y0 == height:
+            flat = ys.astype(np.int64)  # whole rows, one pixel each: the pixel is the row
+        else:
+            flat = _pixels(ys, y0, y1, height, True)
+        flat *= width
+        flat += _pixels(xs, x0, x1, width, True)
+        if ncat > 1:
+            flat *= ncat
+            flat += cs
+        counts += np.bincount(flat, minlength=len(counts))
+    return counts.reshape(height, width, ncat).astype(np.uint32)
+
+
+_SLICE = 1 << 18
+
+
+def _as_agg(counts: np.ndarray, categories, x0, x1, y0, y1):
+    """Counts as the xarray Datashader's shading takes (dims y, x[, cat])."""
+    import xarray as xr
+
+    h, w = counts.shape[:2]
+    xs = x0 + (np.arange(w) + 0.5) * (x1 - x0) / w
+    ys = y0 + (np.arange(h) + 0.5) * (y1 - y0) / h
+    if categories is None:
+        return xr.DataArray(counts[:, :, 0], coords={"y": ys, "x": xs}, dims=("y", "x"))
+    return xr.DataArray(counts, coords={"y": ys, "x": xs, "cat": list(categories)}, dims=("y", "x", "cat"))
+
+
 def _raster(layer, x0, x1, width, nr_cpus, rows):
-    import datashader as ds
     import datashader.transfer_functions as tf
 
     height = max(1, rows or nr_cpus)
-    cvs = ds.Canvas(plot_width=max(1, int(width)), plot_height=height,
-                    x_range=(float(x0), float(x1)), y_range=(-0.5, nr_cpus - 0.5))
+    width = max(1, int(width))
     f = layer.frame
     if len(f) == 0 or not layer.colors:
-        return np.zeros((height, max(1, int(width))), dtype=np.uint32)
-    # The layer's own columns, not a copy: begin, end, y (the CPU as float), cat.
-    m = (f["end"].to_numpy() >= x0) & (f["begin"].to_numpy() <= x1)
-    if np.count_nonzero(m) < 0.8 * len(f):
-        # Only what reaches into the window: a zoomed-in raster costs what it shows.
-        df = f[["begin", "end", "y", "cat"]][m]
-    else:
-        df = f
+        return np.zeros((height, width), dtype=np.uint32)
+    cat = f["cat"].array
+    y0, y1 = -0.5, nr_cpus - 0.5
+    args = (len(cat.categories), float(x0), float(x1), width, y0, y1, height)
     if layer.view.shape == "segments":
-        agg = cvs.line(df, x=["begin", "end"], y=["y", "y"], axis=1, agg=ds.count_cat("cat"))
+        counts = count_segments(f["begin"].to_numpy(), f["end"].to_numpy(), f["cpu"].to_numpy(), cat.codes, *args)
     else:
-        agg = cvs.points(df, "begin", "y", agg=ds.count_cat("cat"))
+        counts = count_points(f["begin"].to_numpy(), f["cpu"].to_numpy(), cat.codes, *args)
+    agg = _as_agg(counts, cat.categories, x0, x1, y0, y1)
     img = tf.shade(agg, color_key=layer.colors, how="linear", min_alpha=255)
     return np.asarray(img.data, dtype=np.uint32)
 
 
 def raster_counts(xs: np.ndarray, ys: np.ndarray, x0, x1, width, nrows, color="#303030"):
-    """A density image of instants (events by type): every event counted."""
-    import datashader as ds
+    """A density image of instants (rows `ys`, e.g. events by type): every event counted."""
     import datashader.transfer_functions as tf
 
-    cvs = ds.Canvas(plot_width=max(1, int(width)), plot_height=max(1, nrows),
-                    x_range=(float(x0), float(x1)), y_range=(-0.5, nrows - 0.5))
+    width, nrows = max(1, int(width)), max(1, nrows)
     if len(xs) == 0:
-        return np.zeros((max(1, nrows), max(1, int(width))), dtype=np.uint32)
-    df = xs if isinstance(xs, pd.DataFrame) else pd.DataFrame({"x": xs.astype(np.float64), "y": ys.astype(np.float64)})
-    x = df["x"].to_numpy()
-    m = (x >= x0) & (x <= x1)
-    if np.count_nonzero(m) < 0.8 * len(df):
-        df = df[m]
-    agg = cvs.points(df, "x", "y", agg=ds.count())
+        return np.zeros((nrows, width), dtype=np.uint32)
+    y0, y1 = -0.5, nrows - 0.5
+    counts = count_points(xs, ys, None, 1, float(x0), float(x1), width, y0, y1, nrows)
+    agg = _as_agg(counts, None, x0, x1, y0, y1)
     return np.asarray(tf.shade(agg, cmap=["#c6dbef", color], how="log", min_alpha=255).data, dtype=np.uint32)
 
 
@@ -148,33 +272,3 @@ def event_palette(names) -> dict:
     from .views import PALETTE
 
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(names))}
-
-
-def warm_up(layers=(), nr_cpus=1):
-    """Compile Datashader's kernels now, on a window too small to cost
-    anything, rather than on the first picture a person waits for. The
-    kernels depend on the data's types and categories: warm them on the
-    layers that will be drawn."""
-    for layer in layers:
-        f = layer.frame
-        if len(f):
-            b = float(f["begin"].iloc[0])
-            _raster(layer, b, b + 1.0, 4, nr_cpus, 0)
-    raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)
-
-
-def warm_up_views(specs, nr_cpus=2):
-    """Compile the kernels of views whose categories are known before the
-    data is (those without `color_by`), on a made-up layer: this can run on
-    a thread while the trace is read."""
-    from .views import Layer
-
-    for v in specs:
-        if any(c.color_by for c in v.categories):
-            continue
-        labels = [c.label for c in v.categories]
-        codes = [i % len(labels) for i in range(2)]
-        f = pd.DataFrame({"cpu": np.array([0, 1], np.int32), "begin": [0.0, 5.0], "end": [4.0, 9.0],
-                          "y": [0.0, 1.0], "cat": pd.Categorical.from_codes(codes, categories=labels)})
-        _raster(Layer(v, f, {lab: "#000000" for lab in labels}), 0, 10, 4, 2, 0)
-    raster_counts(np.array([1, 2], np.int64), np.array([0, 1], np.int64), 0, 10, 8, 2)

@@ -6,7 +6,7 @@ coloured by frequency band or by process, idle periods, and events as
 vertical marks filtered by type, ticks among them), the run-queue size per
 CPU, under- and overload over time, nest membership and S_move timers when
 the trace has them, and the density of events by type. Zoomed out, each
-panel is a Datashader raster; below `render.EXACT_MAX` segments in the window
+panel is a raster (render.py); below `render.EXACT_MAX` segments in the window
 the timeline draws exact segments and marks with hover details.
 """
 
@@ -44,11 +44,10 @@ class Model:
         self.lock = threading.Lock()
         self.layers: dict = {}
         self.view_specs: dict = {}
-        # Datashader compiles its kernels on first use: do it for the views we
-        # know while the trace is read (the read releases the GIL).
-        specs = [views.load(v) for v in dict.fromkeys(TIMELINE_VIEWS + [first_view])]
-        self._jit = threading.Thread(target=render.warm_up_views, args=(specs,), daemon=True)
-        self._jit.start()
+        # The page's drawing modules load while the trace is read (the read
+        # releases the GIL): most of a second of the first picture.
+        self._imports = threading.Thread(target=_import_drawing, daemon=True)
+        self._imports.start()
         try:
             self.trace = Trace(path)
             self.data = views.TraceData(self.trace)
@@ -79,30 +78,29 @@ class Model:
                 self.layers[name] = views.apply(spec, self.data)
             return self.layers[name]
 
-    def events_frame(self):
+    def events_xy(self):
         """Every event as (x = ts, y = its type's row), for the density panel."""
         with self.lock:
-            if getattr(self, "_events_frame", None) is None:
-                import pandas as pd
-
+            if getattr(self, "_events_xy", None) is None:
                 c = self.data.cols
-                rowmap = np.full(int(c["id"].max()) + 1 if self.data.n else 1, -1, dtype=np.float64)
+                rowmap = np.full(int(c["id"].max()) + 1 if self.data.n else 1, -1, dtype=np.int32)  # -1: not drawn
                 for i, tn in enumerate(self.event_types):
                     eid = self.data.trace.event_id(tn)
                     if eid is not None and eid < len(rowmap):
                         rowmap[eid] = i
-                self._events_frame = pd.DataFrame({"x": c["ts"].astype(np.float64), "y": rowmap[c["id"]]})
-            return self._events_frame
+                self._events_xy = (c["ts"].astype(np.float64), rowmap[c["id"]])
+            return self._events_xy
 
     def warm_up(self):
-        """Compute the layers the first page draws and compile their kernels."""
-        self._jit.join()
+        """Compute the layers the first page draws."""
+        self._imports.join()
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
         for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
             if self.has[cond]:
                 names.append(vname)
-        render.warm_up([self.layer(n) for n in dict.fromkeys(names)], self.data.nr_cpus)
-        self.events_frame()
+        for n in dict.fromkeys(names):
+            self.layer(n)
+        self.events_xy()
 
     def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
         """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
@@ -132,6 +130,14 @@ class Model:
             ok = j >= 0
             out[c, ok] = values[s:e][j[ok]]
         return out
+
+
+def _import_drawing():
+    import bokeh.layouts  # noqa: F401
+    import bokeh.models  # noqa: F401
+    import bokeh.plotting  # noqa: F401
+    import datashader.transfer_functions  # noqa: F401
+    import xarray  # noqa: F401
 
 
 def _fig(title, height, x_range, nrows, name, ylabel="CPU"):
@@ -293,7 +299,7 @@ def make_document(doc, model: Model):
             over = under = np.zeros(LOAD_BINS, dtype=np.int64)
         load_src.data = {"t": ts / render.MS, "busy": busy, "over": over, "under": under}
         # Events by type: every event in the window counted into its pixel.
-        ev_img.data = {"image": [render.raster_counts(model.events_frame(), None, x0, x1, PLOT_W, len(types))],
+        ev_img.data = {"image": [render.raster_counts(*model.events_xy(), x0, x1, PLOT_W, len(types))],
                        **geom, "dh": [len(types)]}
         ms = (time.perf_counter() - t) * 1e3
         mode = f"exact: {count:,} segments with hover, {marks_note}" if exact else f"raster: {count:,} segments"

@@ -449,6 +449,17 @@ class TraceData:
 
 # ---------------------------------------------------------------- applying
 
+def _id_mask(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Rows whose event id is one of `wanted` (a lookup table: event ids are small)."""
+    top = int(ids.max()) if len(ids) else 0
+    if top >= 1 << 20:
+        return np.isin(ids, wanted)
+    lut = np.zeros(top + 1, dtype=bool)
+    wanted = wanted[wanted <= top]
+    lut[wanted] = True
+    return lut[ids]
+
+
 def _next_same(cpu, ids, col, fill):
     """For each row, `col` of the next row with the same id on the same CPU."""
     n = len(cpu)
@@ -561,11 +572,12 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
     if view.events is not None and set(view.events) == {"RQ_SIZE"} and data.runqueue_derived:
         c = data.derived_runqueue()
     if view.events is not None:
-        m = np.isin(c["id"], data.ids(view.events))
+        wanted = list(view.events)
         # Pair ends are inputs too, though not listed.
         for dv in view.derive:
             if dv.kind == "pair":
-                m |= np.isin(c["id"], data.ids(dv.arg["begin"] + dv.arg["end"]))
+                wanted += dv.arg["begin"] + dv.arg["end"]
+        m = _id_mask(c["id"], data.ids(wanted))
         take = np.flatnonzero(m)
         env = {k: v[take] for k, v in c.items()}
     else:
@@ -632,19 +644,23 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
             labels.append(other)
             colors[other] = OTHER_COLOR
         codes[ridx] = sub
-    idx = np.flatnonzero(keep)
+    # Rows kept: all of them (views, no copy) or a selection.
+    idx = slice(None) if keep.all() else np.flatnonzero(keep)
     cpu = np.asarray(env["cpu"])[idx].astype(np.int32)
-    frame = pd.DataFrame({"cpu": cpu, "begin": b[idx], "end": e[idx], "y": cpu.astype(np.float64)})
-    frame["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
-    frame["ts"] = env["ts"][idx]
-    frame["id"] = env["id"][idx]
+    cols = {"cpu": cpu, "begin": b[idx], "end": e[idx], "y": cpu.astype(np.float64)}
+    cols["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
+    cols["ts"] = env["ts"][idx]
+    cols["id"] = env["id"][idx]
     for h in ["pid", "event", "a", "b"] + [x for x in view.hover if x not in ("pid", "event", "a", "b") and x not in deferred]:
         v = env[h]
-        frame[h] = v[idx] if isinstance(v, (np.ndarray, pd.Categorical)) else v
+        cols[h] = v[idx] if isinstance(v, (np.ndarray, pd.Categorical)) else np.broadcast_to(v, cpu.shape)
     # Needed derived columns the categories used stay too (e.g. task).
     for dv in view.derive:
-        if dv.name not in frame and dv.name not in deferred and dv.name in env:
+        if dv.name not in cols and dv.name not in deferred and dv.name in env:
             v = env[dv.name]
             if isinstance(v, (np.ndarray, pd.Categorical)) and len(v) == n:
-                frame[dv.name] = v[idx]
+                cols[dv.name] = v[idx]
+    # One frame over the columns as they are: pandas would otherwise copy
+    # each column and stack those of a type together (a second copy).
+    frame = pd.DataFrame(cols, copy=False)
     return Layer(view, frame, colors, deferred)
