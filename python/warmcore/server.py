@@ -66,8 +66,8 @@ class Model:
         # (`warmcore plot FILE --view runqueue` derives them for any size).
         self.rq_derived = self.data.runqueue_derived and self.data.n <= RQ_DERIVE_MAX_EVENTS
         self.has["RQ_SIZE"] = self.has["RQ_SIZE"] or self.rq_derived
-        counts = np.bincount(self.data.cols["id"]) if self.data.n else np.zeros(0, np.int64)
-        self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c) for i, c in enumerate(counts) if c}
+        self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c)
+                             for i, c in enumerate(self.data.id_counts) if c}
         self.event_types = sorted(self.event_counts)
         self.palette = render.event_palette(self.event_types)
 

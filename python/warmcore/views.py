@@ -280,9 +280,11 @@ class TraceData:
                        "FMAX": m.get("freq_max_khz", 0), "NCPUS": self.nr_cpus, "END": self.end}
         b = trace.read(start=start, end=end)
         cols = {n: b.column(n).to_numpy() for n in b.schema.names}
-        cols["ts"] = (cols["ts"] - np.uint64(self.t0)).astype(np.int64)
+        cols["ts"] = (cols["ts"] - np.uint64(self.t0)).view(np.int64)
         self.cols = cols
         self.n = len(cols["ts"])
+        # How many events of each id (index): what the trace has, counted once.
+        self.id_counts = np.bincount(cols["id"]) if self.n else np.zeros(0, np.int64)
         self.names = trace.event_names()
         self._procs = None
         self._freq = None
@@ -326,7 +328,7 @@ class TraceData:
 
     def has(self, name) -> bool:
         i = self.trace.event_id(name)
-        return i is not None and bool((self.cols["id"] == i).any())
+        return i is not None and i < len(self.id_counts) and self.id_counts[i] > 0
 
     def event_labels(self, ids: np.ndarray) -> pd.Categorical:
         cats = sorted(self.names)
@@ -434,13 +436,17 @@ class TraceData:
         """Each row's CPU frequency in kHz: the last known at or before ts (0 if none)."""
         fcpu, fts, fkhz = self.freq_events()
         out = np.zeros(len(ts), dtype=np.int64)
-        if not len(fts):
+        if not len(fts) or not len(ts):
             return out
         # Rows and frequency events are both in (cpu, ts) order: one search on a
         # combined key finds each row's last frequency event.
-        shift = np.int64(max(int(self.end), int(ts.max()) if len(ts) else 0) + 1)
-        fkey = fcpu.astype(np.int64) * shift + fts
-        rkey = cpu.astype(np.int64) * shift + ts
+        shift = np.int64(max(int(self.end), int(ts.max())) + 1)
+        if getattr(self, "_fkey", (None,))[0] != shift:
+            self._fkey = (shift, fcpu.astype(np.int64) * shift + fts)
+        fkey = self._fkey[1]
+        rkey = cpu.astype(np.int64)
+        rkey *= shift
+        rkey += np.asarray(ts, dtype=np.int64)
         i = np.searchsorted(fkey, rkey, side="right") - 1
         ok = (i >= 0) & (fcpu[np.maximum(i, 0)] == cpu)
         out[ok] = fkhz[i[ok]]
