@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The viewer's benchmark: a 10 M-event trace on 160 CPUs (made once by
 # `warmcore trace synth`, kept in out/bench/), then time to the first picture,
-# re-rendering per zoom and pan, and peak memory (python/warmcore/bench_view.py).
+# re-rendering per zoom and pan, and peak memory (python/warmcore/bench_view.py),
+# then the first picture as a person sees it: `warmcore view` and headless Chromium.
 # Usage: scripts/bench-view.sh [EVENTS] [CPUS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,4 @@ if [ ! -s "$TRACE" ]; then
 fi
 echo "== warmcore view: $EVENTS events, $CPUS CPUs"
 "$PY" -m warmcore.bench_view "$TRACE"
+"$PY" -m warmcore.bench_view "$TRACE" --browser "$BIN"

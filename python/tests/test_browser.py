@@ -5,107 +5,39 @@ hovering a known segment shows its details. Screenshots are kept in
 out/test-artifacts/ for a person to look at."""
 
 import io
-import os
-import shutil
 import socket
 import subprocess
-import tempfile
-import time
 
 import numpy as np
 import pytest
 from PIL import Image
 
 import warmcore
+from warmcore import browser as browser_mod
 from warmcore import views as V
 
 from conftest import BIN, ROOT
 
-CHROMIUM = "/usr/bin/chromium"
-DRIVER = "/usr/bin/chromedriver"
 ART = ROOT / "out" / "test-artifacts"
 
 pytestmark = pytest.mark.skipif(
-    not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER) and BIN.exists()),
+    not (browser_mod.available() and BIN.exists()),
     reason="needs Debian's chromium and chromium-driver (scripts/setup.sh) and the warmcore binary (make build)")
-
-# All text of the page, through Bokeh's shadow roots.
-DEEP_TEXT = """
-function walk(n) {
-  let s = '';
-  if (n.shadowRoot) s += walk(n.shadowRoot);
-  for (const c of n.childNodes) {
-    if (c.nodeType === 3) s += c.textContent + ' ';
-    else s += walk(c);
-  }
-  return s;
-}
-return walk(document.body);
-"""
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+wait_text = browser_mod.wait_text
 
 
 @pytest.fixture
 def server():
-    procs = []
+    from contextlib import ExitStack
 
-    def start(trace, *extra):
-        port = free_port()
-        p = subprocess.Popen([str(BIN), "view", str(trace), "--port", str(port), *extra],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        procs.append(p)
-        deadline = time.monotonic() + 120
-        line = ""
-        while time.monotonic() < deadline:
-            line = p.stdout.readline()
-            if "http://127.0.0.1:" in line or p.poll() is not None:
-                break
-        assert f"http://127.0.0.1:{port}/" in line, (line, p.stderr.read() if p.poll() is not None else "")
-        return f"http://127.0.0.1:{port}/"
-
-    yield start
-    for p in procs:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with ExitStack() as stack:
+        yield lambda trace, *extra: stack.enter_context(browser_mod.view_server(BIN, trace, *extra))
 
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="warmcore-chromium-")
-    o = Options()
-    o.binary_location = CHROMIUM
-    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--window-size=1400,1500", f"--user-data-dir={profile}"):
-        o.add_argument(a)
-    d = webdriver.Chrome(service=Service(DRIVER), options=o)
-    d.set_page_load_timeout(60)
-    yield d
-    d.quit()
-    shutil.rmtree(profile, ignore_errors=True)
-
-
-def wait_text(d, pred, timeout=90):
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
-        text = d.execute_script(DEEP_TEXT)
-        if pred(text):
-            return text
-        time.sleep(0.25)
-    raise AssertionError(f"timed out; the page says: {text[:2000]}")
+    with browser_mod.chromium() as d:
+        yield d
 
 
 def shot(d, name):

@@ -18,7 +18,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
     ap.add_argument("--view", default="freq")
+    ap.add_argument("--browser", metavar="WARMCORE",
+                    help="instead: time `WARMCORE view FILE` until headless Chromium shows the first picture")
     a = ap.parse_args()
+    if a.browser:
+        return in_browser(a.browser, a.file)
     from bokeh.document import Document
 
     from . import render, server
@@ -64,6 +68,25 @@ def main():
     print(f"re-render per zoom/pan: median {statistics.median(dts) * 1e3:.0f} ms, max {max(dts) * 1e3:.0f} ms "
           f"over {len(dts)} steps")
     print(f"peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def in_browser(binary: str, path: str):
+    """From the command's start to the timeline's picture in a browser that is
+    already open: what a person waits for."""
+    from . import browser
+
+    if not browser.available():
+        print("first picture in Chromium: skipped (needs Debian's chromium and chromium-driver)")
+        return
+    with browser.chromium() as d:
+        d.get("about:blank")
+        t0 = time.perf_counter()
+        with browser.view_server(binary, path) as url:
+            t_url = time.perf_counter()
+            d.get(url)
+            browser.wait_text(d, lambda s: "raster:" in s and "rendered in" in s, timeout=300, poll=0.05)
+            t_pic = time.perf_counter()
+    print(f"first picture in Chromium: {t_pic - t0:.2f} s from `warmcore view` (URL printed at {t_url - t0:.2f} s)")
 
 
 if __name__ == "__main__":

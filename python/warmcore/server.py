@@ -133,9 +133,11 @@ class Model:
 
 
 def _import_drawing():
+    import bokeh.application.handlers.function  # noqa: F401
     import bokeh.layouts  # noqa: F401
     import bokeh.models  # noqa: F401
     import bokeh.plotting  # noqa: F401
+    import bokeh.server.server  # noqa: F401
     import datashader.transfer_functions  # noqa: F401
     import xarray  # noqa: F401
 
@@ -362,10 +364,6 @@ def _suggest(port: int) -> Optional[int]:
 
 
 def serve(path: str, port: int, view: str = "freq") -> int:
-    from bokeh.application import Application
-    from bokeh.application.handlers.function import FunctionHandler
-    from bokeh.server.server import Server
-
     if not 1 <= port <= 65535:
         print(f"warmcore: port {port}: expected 1-65535", file=sys.stderr)
         return 1
@@ -382,6 +380,10 @@ def serve(path: str, port: int, view: str = "freq") -> int:
         # Compute the first view before the URL is printed, so that the first
         # picture only costs a raster.
         model.warm_up()
+    from bokeh.application import Application
+    from bokeh.application.handlers.function import FunctionHandler
+    from bokeh.server.server import Server
+
     app = Application(FunctionHandler(lambda doc: make_document(doc, model)))
     try:
         server = Server({"/": app}, port=port, address="127.0.0.1",

@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Headless Debian Chromium driven by Selenium, for the viewer's end-to-end
+tests and its benchmark (the time to a first picture a person would see)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+
+CHROMIUM = "/usr/bin/chromium"
+DRIVER = "/usr/bin/chromedriver"
+
+# All text of the page, through Bokeh's shadow roots.
+DEEP_TEXT = """
+function walk(n) {
+  let s = '';
+  if (n.shadowRoot) s += walk(n.shadowRoot);
+  for (const c of n.childNodes) {
+    if (c.nodeType === 3) s += c.textContent + ' ';
+    else s += walk(c);
+  }
+  return s;
+}
+return walk(document.body);
+"""
+
+
+def available() -> bool:
+    return os.path.exists(CHROMIUM) and os.path.exists(DRIVER)
+
+
+@contextmanager
+def chromium(width=1400, height=1500):
+    """A headless Chromium with a throw-away profile."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="warmcore-chromium-")
+    o = Options()
+    o.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              f"--window-size={width},{height}", f"--user-data-dir={profile}"):
+        o.add_argument(a)
+    d = webdriver.Chrome(service=Service(DRIVER), options=o)
+    d.set_page_load_timeout(60)
+    try:
+        yield d
+    finally:
+        d.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_text(d, pred, timeout=90, poll=0.25):
+    """The page's text once `pred` holds for it; AssertionError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = d.execute_script(DEEP_TEXT)
+        if pred(text):
+            return text
+        time.sleep(poll)
+    raise AssertionError(f"timed out; the page says: {text[:2000]}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def view_server(binary, trace, *extra, timeout=120):
+    """`warmcore view TRACE` on a free port: yields its URL once printed."""
+    import subprocess
+
+    port = free_port()
+    p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if "http://127.0.0.1:" in line or p.poll() is not None:
+                break
+        url = f"http://127.0.0.1:{port}/"
+        if url not in line:
+            raise AssertionError(f"warmcore view printed {line!r}; "
+                                 f"stderr: {p.stderr.read() if p.poll() is not None else ''}")
+        yield url
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
