@@ -3,6 +3,7 @@
 switch from raster to exact segments, and what hover shows."""
 
 import html
+import threading
 
 import numpy as np
 from bokeh.document import Document
@@ -84,6 +85,17 @@ def test_runqueue_derived_for_small_traces_only(tmp_path, monkeypatch):
     model = server.Model(str(path), "freq")
     assert model.rq_derived and model.has["RQ_SIZE"]
     assert model.rq_at(np.array([3_000_000]))[:, 0].tolist() == [1, 1]
+    want = model.rq_at(np.array([0, 3_000_000, 5_000_000, 7_000_000]))
+    # Above the limit the page derives them on a thread once it is drawn.
     monkeypatch.setattr(server, "RQ_DERIVE_MAX_EVENTS", 3)
     model = server.Model(str(path), "freq")
-    assert not model.rq_derived and not model.has["RQ_SIZE"] and model.rq_at(np.array([0])) is None
+    assert model.rq_source == "background" and model.has["RQ_SIZE"]
+    model.warm_up()
+    assert not model.rq_ready and model.rq_at(np.array([0])) is None
+    doc = Document()
+    server.make_document(doc, model)
+    assert "Deriving run-queue sizes" in doc.get_model_by_name("runqueue_legend").text
+    ready = threading.Event()
+    model.start_runqueue(ready.set)
+    assert ready.wait(60) and model.rq_ready
+    np.testing.assert_array_equal(model.rq_at(np.array([0, 3_000_000, 5_000_000, 7_000_000])), want)

@@ -47,6 +47,16 @@ def main():
           f"first view {t_view - t_load:.2f}, other panels' data {t_warm - t_view:.2f}, "
           f"page with all panels {t_first - t_warm:.2f})")
 
+    if model.rq_source == "background":
+        import threading
+
+        ready = threading.Event()
+        model.start_runqueue(ready.set)
+        ready.wait()
+        print(f"run-queue sizes derived on a thread after the first picture: ready "
+              f"{time.perf_counter() - t_first:.2f} s later{'' if model.rq_ready else ': ' + str(model.rq_error)}")
+        refresh()
+
     # Zoom in by 4x steps towards the middle, panning half a window at each level.
     end_ms = d.end / 1e6
     steps = []

@@ -60,12 +60,18 @@ class Model:
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
         self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
-        # Without RQ_SIZE events, run-queue sizes are derived from the switches:
-        # a pass of the trace analysis and a segment per change, so only for
-        # traces small enough to keep the page's time and memory bounds
-        # (`warmcore plot FILE --view runqueue` derives them for any size).
-        self.rq_derived = self.data.runqueue_derived and self.data.n <= RQ_DERIVE_MAX_EVENTS
-        self.has["RQ_SIZE"] = self.has["RQ_SIZE"] or self.rq_derived
+        # Without RQ_SIZE events, run-queue sizes are derived from the switches,
+        # wake-ups and migrations: a pass of the trace analysis and a segment
+        # per change. Small traces get them with the first picture; larger ones
+        # on a thread once the first page is drawn (start_runqueue), and the
+        # run-queue panel and the load lines fill in when they are ready.
+        self.rq_source = ("events" if self.has["RQ_SIZE"] else None if not self.data.runqueue_derived
+                          else "derived" if self.data.n <= RQ_DERIVE_MAX_EVENTS else "background")
+        self.rq_derived = self.rq_source in ("derived", "background")
+        self.has["RQ_SIZE"] = self.rq_source is not None
+        self._rq_thread: Optional[threading.Thread] = None
+        self.rq_error: Optional[str] = None
+        self._rq_listeners: list = []
         self.event_counts = {self.data.names.get(int(i), f"EVENT_{i}"): int(c)
                              for i, c in enumerate(self.data.id_counts) if c}
         self.event_types = sorted(self.event_counts)
@@ -91,12 +97,47 @@ class Model:
                 self._events_xy = (c["ts"].astype(np.float64), rowmap[c["id"]])
             return self._events_xy
 
+    @property
+    def rq_ready(self) -> bool:
+        with self.lock:
+            return self.has["RQ_SIZE"] and (self.rq_source != "background" or "runqueue" in self.layers)
+
+    def start_runqueue(self, on_ready=None):
+        """Derive run-queue sizes on a thread if this trace needs it (at most
+        once); `on_ready()` is called when they are ready, on that thread (or
+        at once if they already are)."""
+        with self.lock:
+            if self.rq_source != "background":
+                return
+            done = "runqueue" in self.layers or self.rq_error is not None
+            if not done:
+                if on_ready is not None:
+                    self._rq_listeners.append(on_ready)
+                if self._rq_thread is None:
+                    self._rq_thread = threading.Thread(target=self._derive_runqueue, daemon=True)
+                    self._rq_thread.start()
+        if done and on_ready is not None:
+            on_ready()
+
+    def _derive_runqueue(self):
+        try:
+            spec = self.view_specs.get("runqueue") or views.load("runqueue")
+            layer = views.apply(spec, self.data)  # without the lock: pages stay live meanwhile
+        except Exception as e:  # the reader's or the view's one line, shown in the panel
+            layer, self.rq_error = None, str(e)
+        with self.lock:
+            if layer is not None:
+                self.layers["runqueue"] = layer
+            listeners, self._rq_listeners = self._rq_listeners, []
+        for f in listeners:
+            f()
+
     def warm_up(self):
         """Compute the layers the first page draws."""
         self._imports.join()
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
         for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
-            if self.has[cond]:
+            if self.has[cond] and not (vname == "runqueue" and self.rq_source == "background"):
                 names.append(vname)
         for n in dict.fromkeys(names):
             self.layer(n)
@@ -104,8 +145,9 @@ class Model:
 
     def rq_at(self, ts: np.ndarray) -> Optional[np.ndarray]:
         """nr_running of every CPU at the times `ts` (cpus x len(ts)), from
-        RQ_SIZE events or those derived from the switches; None without either."""
-        if not self.has["RQ_SIZE"]:
+        RQ_SIZE events or those derived from the switches; None without either
+        or while they are being derived."""
+        if not self.rq_ready:
             return None
         f = self.layer("runqueue").frame
         return self._step_at(f, f["nr_running"].to_numpy(), ts)
@@ -198,18 +240,20 @@ def make_document(doc, model: Model):
 
     panels = []
     # Run-queue size per CPU.
-    rq_img = None
+    rq_img = rq_legend = None
     if model.has["RQ_SIZE"]:
         title = "Run-queue size per CPU" + (" (derived from switches, wake-ups and migrations)" if model.rq_derived else "")
         rq = _fig(title, int(min(500, max(160, 60 + n * 3))), x_range, n, "runqueue")
         rq_img = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
         rq.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=rq_img)
-        panels += [rq, Div(text=_legend(model.layer("runqueue").colors), width=WIDTH)]
+        rq_legend = Div(text=(_legend(model.layer("runqueue").colors) if model.rq_ready else
+                              f"<i id='rq-pending'>Deriving run-queue sizes from {data.n:,} events; "
+                              f"this panel and the load lines fill in when they are ready.</i>"),
+                        width=WIDTH, name="runqueue_legend")
+        panels += [rq, rq_legend]
     else:
-        why = (f"deriving them from its switches is left to `warmcore plot FILE --view runqueue` above "
-               f"{RQ_DERIVE_MAX_EVENTS:,} events" if model.data.runqueue_derived
-               else "and no context switches to derive them from")
-        panels.append(Div(text=f"<i>Run-queue size: the trace has no RQ_SIZE events; {why}.</i>", width=WIDTH))
+        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events and no context switches "
+                               "to derive them from.</i>", width=WIDTH))
     # Under- and overload over time.
     load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
     load.y_range = Range1d(0, n + 0.5)
@@ -286,7 +330,7 @@ def make_document(doc, model: Model):
             ev_src.data = {k: [] for k in ev_src.data}
             marks_note = "event marks appear when zoomed in"
         legend.text = _legend(layer.colors)
-        if rq_img is not None:
+        if rq_img is not None and model.rq_ready:
             rq_img.data = {"image": [render.raster(model.layer("runqueue"), x0, x1, PLOT_W, n)], **geom, "dh": [n]}
         for vname, src in extra:
             src.data = {"image": [render.raster(model.layer(vname), x0, x1, PLOT_W, n)], **geom, "dh": [n]}
@@ -337,6 +381,20 @@ def make_document(doc, model: Model):
     whole.on_click(reset)
     doc.add_root(column(header, controls, status, tl, legend, *panels, name="root"))
     refresh()
+
+    def runqueue_ready():
+        if model.rq_error is not None:
+            rq_legend.text = f"<i style='color:#b00020'>Run-queue sizes: {html.escape(model.rq_error)}</i>"
+            return
+        rq_legend.text = _legend(model.layer("runqueue").colors)
+        refresh()
+
+    if rq_legend is not None and not model.rq_ready:
+        # Once this page has reached the browser (the thread competes with
+        # serving it); the callback comes on the deriving thread, so the
+        # document is changed on its own loop.
+        doc.add_timeout_callback(
+            lambda: model.start_runqueue(lambda: doc.add_next_tick_callback(runqueue_ready)), 1000)
     return refresh, x_range, status
 
 

@@ -312,12 +312,10 @@ class TraceData:
             rid = self.trace.event_id("RQ_SIZE")
             if rid is None:
                 raise ViewError(f"{self.trace.path}: the event table has no RQ_SIZE to derive run-queue sizes into")
-            b = self.trace.runqueue()
+            b = self.trace.runqueue()  # in (cpu, ts) order
             cpu = b.column("cpu").to_numpy()
-            ts = (b.column("ts").to_numpy() - np.uint64(self.t0)).astype(np.int64)
+            ts = (b.column("ts").to_numpy() - np.uint64(self.t0)).view(np.int64)
             nr = b.column("nr_running").to_numpy()
-            o = np.lexsort((ts, cpu))
-            cpu, ts, nr = cpu[o], ts[o], nr[o]
             prev = np.concatenate([[0], nr[:-1]]).astype(np.int64)
             prev[np.flatnonzero(np.r_[True, cpu[1:] != cpu[:-1]])] = 0
             delta = (nr.astype(np.int64) - prev).astype(np.uint32)

@@ -198,9 +198,17 @@ impl PyTrace {
 
     /// Each CPU's run-queue size over time derived from switches, wake-ups
     /// and migrations (warmcore_trace::stats::runqueue_series), as an Arrow
-    /// record batch (cpu, ts, nr_running): one row per change.
+    /// record batch (cpu, ts, nr_running): one row per change, CPU after
+    /// CPU, each CPU's rows in time order (the order of `read`).
     fn runqueue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let rows = py.detach(|| warmcore_trace::stats::runqueue_series(&self.inner)).map_err(trace_err)?;
+        let rows = py
+            .detach(|| -> warmcore_trace::Result<Vec<(u32, u64, u32)>> {
+                let mut rows = warmcore_trace::stats::runqueue_series(&self.inner)?;
+                // A stable sort keeps each CPU's rows in the series' time order.
+                rows.sort_by_key(|r| r.0);
+                Ok(rows)
+            })
+            .map_err(trace_err)?;
         let schema = Arc::new(Schema::new(vec![
             Field::new("cpu", DataType::UInt32, false),
             Field::new("ts", DataType::UInt64, false),
