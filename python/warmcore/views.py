@@ -651,7 +651,7 @@ def apply(view: View, data: TraceData, start: Optional[int] = None, end: Optiona
     # Rows kept: all of them (views, no copy) or a selection.
     idx = slice(None) if keep.all() else np.flatnonzero(keep)
     cpu = np.asarray(env["cpu"])[idx].astype(np.int32)
-    cols = {"cpu": cpu, "begin": b[idx], "end": e[idx], "y": cpu.astype(np.float64)}
+    cols = {"cpu": cpu, "begin": b[idx], "end": e[idx]}
     cols["cat"] = pd.Categorical.from_codes(codes[idx], categories=labels) if labels else pd.Categorical([])
     cols["ts"] = env["ts"][idx]
     cols["id"] = env["id"][idx]
