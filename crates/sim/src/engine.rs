@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The discrete-event engine: time in ns, one binary heap of events with a
-//! stable tie-break (insertion sequence), a seeded ChaCha RNG. Deterministic:
-//! the same inputs and seed give the same events in the same order.
+//! The discrete-event engine: time in ns, one heap of events with a stable
+//! tie-break (insertion sequence), a seeded ChaCha RNG. Deterministic: the
+//! same inputs and seed give the same events in the same order.
 //!
 //! Hot paths are O(1) or O(log n) (the heap); stale events (a segment end
 //! whose task was preempted, a DVFS sample of a core that changed state) are
-//! dropped lazily by generation numbers instead of being searched for.
+//! dropped by generation numbers instead of being searched for, and a new
+//! event for the same CPU, core, task or timer replaces its stale
+//! predecessor in the heap (queue.rs).
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,6 +20,7 @@ use crate::dvfs::{CoreDvfs, Governor};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
 use crate::program::{ProgId, Program, Step, Workload};
+use crate::queue::{Entry, EventQueue, Key};
 use crate::SimError;
 
 pub type Tid = u32;
@@ -148,7 +150,11 @@ pub struct Cpu {
     util_t: u64,
 }
 
+/// What a queued event is about; its index is a CPU (SegEnd, Tick,
+/// CpuReady, SpinEnd), a core (Dvfs), a task (Wake) or a timer slot (Timer).
+/// Each (kind, index) has at most one live event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Kind {
     SegEnd,
     Tick,
@@ -158,33 +164,22 @@ enum Kind {
     Timer,
     SpinEnd,
 }
+impl Kind {
+    #[inline]
+    fn of(k: u8) -> Kind {
+        match k {
+            0 => Kind::SegEnd,
+            1 => Kind::Tick,
+            2 => Kind::CpuReady,
+            3 => Kind::Dvfs,
+            4 => Kind::Wake,
+            5 => Kind::Timer,
+            _ => Kind::SpinEnd,
+        }
+    }
+}
 
-#[derive(Clone, Copy, Debug)]
-struct QEv {
-    t: u64,
-    seq: u64,
-    kind: Kind,
-    a: u32,
-    gen: u32,
-}
-impl PartialEq for QEv {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for QEv {}
-impl PartialOrd for QEv {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for QEv {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest first, then
-    // the first inserted.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
-}
+type QEv = Entry;
 
 #[derive(Clone, Copy, Debug)]
 enum Action {
@@ -238,7 +233,7 @@ pub struct Sim {
     pub governor: Governor,
     now: u64,
     seq: u64,
-    heap: BinaryHeap<QEv>,
+    heap: EventQueue,
     pub(crate) tasks: Vec<Task>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<CoreDvfs>,
@@ -411,7 +406,7 @@ impl Sim {
     // ---- internals ----
     fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
         self.seq += 1;
-        self.heap.push(QEv { t, seq: self.seq, kind, a, gen });
+        self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
     }
 
     #[inline]
@@ -736,7 +731,7 @@ impl Engine {
             governor,
             now: 0,
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::new(),
             tasks: Vec::new(),
             cpus,
             cores,
@@ -796,7 +791,9 @@ impl Engine {
                     break;
                 }
             }
-            let Some(ev) = self.sim.heap.pop() else {
+            // Handled while still in the heap: a new event for the same key
+            // replaces it in place (queue.rs); `finish` removes it if none did.
+            let Some(&ev) = self.sim.heap.peek() else {
                 return Err(self.deadlock());
             };
             if ev.t > limits.max_sim_ns {
@@ -812,6 +809,7 @@ impl Engine {
             self.sim.now = ev.t;
             self.handle(ev)?;
             self.drain()?;
+            self.sim.heap.finish(&ev);
             if self.check_invariants {
                 self.check();
             }
@@ -891,8 +889,8 @@ impl Engine {
     }
 
     fn handle(&mut self, ev: QEv) -> Result<(), SimError> {
-        let c = ev.a;
-        match ev.kind {
+        let c = ev.index();
+        match Kind::of(ev.kind()) {
             Kind::SegEnd => {
                 let cpu = &self.sim.cpus[c as usize];
                 if cpu.seg_gen != ev.gen || cpu.mode != Mode::Running {
