@@ -45,7 +45,8 @@ impl Entry {
     }
     #[inline]
     fn before(&self, o: &Entry) -> bool {
-        self.t < o.t || (self.t == o.t && self.seq < o.seq)
+        // One 128-bit comparison: no branch on equal times.
+        (((self.t as u128) << 64) | self.seq as u128) < (((o.t as u128) << 64) | o.seq as u128)
     }
     #[inline]
     pub fn key(&self) -> Key {
@@ -156,11 +157,17 @@ impl EventQueue {
             if first >= n {
                 break;
             }
-            let end = (first + ARITY).min(n);
             let mut best = first;
-            for c in first + 1..end {
-                if self.heap[c].before(&self.heap[best]) {
-                    best = c;
+            if first + ARITY <= n {
+                // A full set of children: a tournament of two pairs.
+                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
+                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
+                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
+            } else {
+                for c in first + 1..n {
+                    if self.heap[c].before(&self.heap[best]) {
+                        best = c;
+                    }
                 }
             }
             let be = self.heap[best];
