@@ -33,6 +33,7 @@
 //! kicking CPU (the nr_busy_cpus trigger is left out); newly-idle balancing
 //! moves one task.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use warmcore_trace::ids;
@@ -120,6 +121,10 @@ struct Rq {
     /// Recent load: average of runnable tasks (includes the decaying load of
     /// tasks that ran here recently, as 5.9's load_avg with blocked load).
     load: Avg,
+    /// `load` at one instant, (time, value), kept until `load` changes: the
+    /// group scans of placement and balancing read each CPU's load several
+    /// times at the same instant.
+    load_memo: Cell<(u64, f64)>,
     /// Per domain level, when this CPU last balanced at it (sd->last_balance);
     /// None before its first balance: at the start of a run every level is
     /// due, as on a machine that was idle (no ilb kicks) before the run.
@@ -183,6 +188,12 @@ pub struct Cfs {
     levels: Vec<Level>,
     n: Counters,
     balance: bool,
+    /// The scheduling groups of each domain (see `groups`), built once:
+    /// per core at SMT (its CPUs one by one), per die at MC (its cores),
+    /// and the dies at NUMA.
+    smt_groups: Vec<Vec<Vec<u32>>>,
+    mc_groups: Vec<Vec<Vec<u32>>>,
+    numa_groups: Vec<Vec<u32>>,
 }
 
 impl Cfs {
@@ -211,8 +222,22 @@ impl Cfs {
         if m.die_cpus.len() > 1 {
             levels.push(Level::Numa);
         }
+        let smt_groups = m.core_cpus.iter().map(|cpus| cpus.iter().map(|&c| vec![c]).collect()).collect();
+        let mc_groups = m
+            .die_cpus
+            .iter()
+            .map(|cpus| {
+                cpus.iter()
+                    .filter(|&&c| m.core_cpus[m.cpu_core[c as usize] as usize][0] == c)
+                    .map(|&c| m.core_cpus[m.cpu_core[c as usize] as usize].clone())
+                    .collect()
+            })
+            .collect();
         Ok(Cfs {
-            rq: vec![Rq::default(); n],
+            smt_groups,
+            mc_groups,
+            numa_groups: m.die_cpus.clone(),
+            rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), ..Rq::default() }; n],
             td: Vec::new(),
             waiting: BTreeSet::new(),
             has_idle_cores: vec![true; m.die_cpus.len()],
@@ -252,12 +277,21 @@ impl Cfs {
     }
 
     fn load(&self, now: u64, c: u32) -> f64 {
-        self.rq[c as usize].load.at(now)
+        let rq = &self.rq[c as usize];
+        let (t, v) = rq.load_memo.get();
+        if t == now {
+            return v;
+        }
+        let v = rq.load.at(now);
+        rq.load_memo.set((now, v));
+        v
     }
 
     fn update_load(&mut self, now: u64, c: u32) {
-        let nr = self.rq[c as usize].nr_running() as f64;
-        self.rq[c as usize].load.set(now, nr);
+        let rq = &mut self.rq[c as usize];
+        let nr = rq.nr_running() as f64;
+        rq.load.set(now, nr);
+        rq.load_memo.set((u64::MAX, 0.0));
     }
 
     fn set_waiting(&mut self, c: u32) {
@@ -294,23 +328,14 @@ impl Cfs {
         period / nr
     }
 
-    /// Groups of a domain: cores at SMT's parent (MC), dies at NUMA; at SMT
-    /// each CPU is a group. Returned as (first CPU of group, its CPUs).
-    fn groups(m: &Machine, level: Level, cpu: u32) -> Vec<&[u32]> {
+    /// Groups of the domain of `cpu` at a level: cores at SMT's parent (MC),
+    /// in the order of their first CPUs in the die, dies at NUMA; at SMT each
+    /// CPU is a group.
+    fn groups(&self, m: &Machine, level: Level, cpu: u32) -> &[Vec<u32>] {
         match level {
-            Level::Smt => m.siblings(cpu).chunks(1).collect(),
-            Level::Mc => {
-                let die = m.cpu_die[cpu as usize];
-                let mut seen: Vec<&[u32]> = Vec::new();
-                for &c in &m.die_cpus[die as usize] {
-                    let core = &m.core_cpus[m.cpu_core[c as usize] as usize];
-                    if core[0] == c {
-                        seen.push(core);
-                    }
-                }
-                seen
-            }
-            Level::Numa => m.die_cpus.iter().map(|v| v.as_slice()).collect(),
+            Level::Smt => &self.smt_groups[m.cpu_core[cpu as usize] as usize],
+            Level::Mc => &self.mc_groups[m.cpu_die[cpu as usize] as usize],
+            Level::Numa => &self.numa_groups,
         }
     }
 
@@ -373,7 +398,7 @@ impl Cfs {
                 cpu = self.idlest_cpu(sim, core, cpu, exclude);
                 break;
             }
-            let groups = Self::groups(m, level, cpu);
+            let groups = self.groups(m, level, cpu);
             let local_idx = groups.iter().position(|g| g.contains(&cpu)).unwrap();
             // (idle CPUs, nr_running, load, weight)
             let stats = |g: &[u32]| {
@@ -390,12 +415,12 @@ impl Cfs {
                 }
                 (idle, nr, load, g.len() as u64)
             };
-            let local = stats(groups[local_idx]);
+            let local = stats(&groups[local_idx]);
             let ng = groups.len();
             let mut idlest: Option<(usize, (u32, u64, f64, u64))> = None;
             for i in 1..ng {
                 let gi = (local_idx + i) % ng;
-                let s = stats(groups[gi]);
+                let s = stats(&groups[gi]);
                 let better = match idlest {
                     None => true,
                     Some((_, b)) => {
@@ -433,7 +458,7 @@ impl Cfs {
                 }
             };
             if go {
-                let g = groups[idlest.unwrap().0];
+                let g = &groups[idlest.unwrap().0];
                 cpu = self.idlest_cpu(sim, g, g[0], exclude);
                 if level == Level::Mc {
                     break;
@@ -670,7 +695,7 @@ impl Cfs {
     fn load_balance(&mut self, sim: &mut Sim, dst: u32, level: Level, dst_idle: bool) -> u32 {
         let now = sim.now();
         let (src, count) = {
-            let groups = Self::groups(&sim.machine, level, dst);
+            let groups = self.groups(&sim.machine, level, dst);
             let stat = |g: &[u32]| {
                 let mut s = GStat { weight: g.len() as u64, ..GStat::default() };
                 for &c in g {
@@ -681,13 +706,13 @@ impl Cfs {
                 s
             };
             let Some(li) = groups.iter().position(|g| g.contains(&dst)) else { return 0 };
-            let local = stat(groups[li]);
+            let local = stat(&groups[li]);
             let mut all = local;
             let mut busiest: Option<(usize, GStat)> = None;
             let ng = groups.len();
             for i in 1..ng {
                 let gi = (li + i) % ng;
-                let s = stat(groups[gi]);
+                let s = stat(&groups[gi]);
                 all.nr += s.nr;
                 all.weight += s.weight;
                 all.load += s.load;
