@@ -90,6 +90,16 @@ impl GStat {
     }
 }
 
+/// A candidate group of find_idlest: its index, idle CPUs, runnable tasks,
+/// weight, and its load once computed.
+struct GroupPick {
+    gi: usize,
+    idle: u32,
+    nr: u64,
+    weight: u64,
+    load: Option<f64>,
+}
+
 /// A PELT-style average of a count (runnable tasks), decaying with a 32 ms
 /// half-life.
 #[derive(Clone, Copy, Debug, Default)]
@@ -400,65 +410,67 @@ impl Cfs {
             }
             let groups = self.groups(m, level, cpu);
             let local_idx = groups.iter().position(|g| g.contains(&cpu)).unwrap();
-            // (idle CPUs, nr_running, load, weight)
-            let stats = |g: &[u32]| {
+            // A group's idle CPUs, runnable tasks and weight; its load (a sum
+            // of decaying averages) only when a comparison needs it.
+            let stats = |gi: usize| {
+                let g = &groups[gi];
                 let mut idle = 0u32;
                 let mut nr = 0u64;
-                let mut load = 0.0;
                 for &c in g {
                     let r = self.nr_without(c, exclude);
                     if self.idle_without(sim, c, exclude) {
                         idle += 1;
                     }
                     nr += r;
-                    load += self.load(now, c);
                 }
-                (idle, nr, load, g.len() as u64)
+                GroupPick { gi, idle, nr, weight: g.len() as u64, load: None }
             };
-            let local = stats(&groups[local_idx]);
+            let load = |s: &mut GroupPick| -> f64 {
+                *s.load.get_or_insert_with(|| groups[s.gi].iter().fold(0.0, |acc, &c| acc + self.load(now, c)))
+            };
+            let mut local = stats(local_idx);
             let ng = groups.len();
-            let mut idlest: Option<(usize, (u32, u64, f64, u64))> = None;
+            let mut idlest: Option<GroupPick> = None;
             for i in 1..ng {
-                let gi = (local_idx + i) % ng;
-                let s = stats(&groups[gi]);
-                let better = match idlest {
+                let mut s = stats((local_idx + i) % ng);
+                let better = match idlest.as_mut() {
                     None => true,
-                    Some((_, b)) => {
-                        let (st, bt) = (s.1 >= s.3, b.1 >= b.3);
+                    Some(b) => {
+                        let (st, bt) = (s.nr >= s.weight, b.nr >= b.weight);
                         if st != bt {
                             !st
                         } else if !st {
                             // has_spare: most idle CPUs, then lowest load.
-                            s.0 > b.0 || (s.0 == b.0 && s.2 < b.2)
+                            s.idle > b.idle || (s.idle == b.idle && load(&mut s) < load(b))
                         } else {
-                            s.2 / (s.3 as f64) < b.2 / (b.3 as f64)
+                            load(&mut s) / (s.weight as f64) < load(b) / (b.weight as f64)
                         }
                     }
                 };
                 if better {
-                    idlest = Some((gi, s));
+                    idlest = Some(s);
                 }
             }
-            let go = match idlest {
+            let go = match idlest.as_mut() {
                 None => false,
-                Some((_, s)) => {
-                    let (ls, is) = (local.1 >= local.3, s.1 >= s.3);
+                Some(s) => {
+                    let (ls, is) = (local.nr >= local.weight, s.nr >= s.weight);
                     if ls != is {
                         ls
                     } else if !ls {
-                        if level == Level::Numa && local.0 > 0 {
+                        if level == Level::Numa && local.idle > 0 {
                             false
                         } else {
-                            s.0 > local.0
+                            s.idle > local.idle
                         }
                     } else {
                         let pct = Self::imbalance_pct(level) as f64 / 100.0;
-                        s.2 / (s.3 as f64) * pct < local.2 / (local.3 as f64)
+                        load(s) / (s.weight as f64) * pct < load(&mut local) / (local.weight as f64)
                     }
                 }
             };
             if go {
-                let g = &groups[idlest.unwrap().0];
+                let g = &groups[idlest.unwrap().gi];
                 cpu = self.idlest_cpu(sim, g, g[0], exclude);
                 if level == Level::Mc {
                     break;

@@ -612,6 +612,10 @@ impl Sim {
 
     fn pelt_update(&mut self, c: u32) {
         // PELT: 32 ms half-life (MODEL-FACTS.md section 4), continuous form.
+        // Only schedutil reads utilisations: the hardware governors skip it.
+        if self.governor != Governor::Schedutil {
+            return;
+        }
         let cpu = &mut self.cpus[c as usize];
         let dt = self.now - cpu.util_t;
         if dt > 0 {
@@ -626,6 +630,9 @@ impl Sim {
     /// otherwise (PELT, 32 ms half-life).
     fn task_util(&mut self, t: Tid) -> f64 {
         let task = &mut self.tasks[t as usize];
+        if self.governor != Governor::Schedutil {
+            return task.util;
+        }
         let dt = self.now.saturating_sub(task.util_t);
         if dt > 0 {
             let target = if task.state == TState::Running { 1.0 } else { 0.0 };
