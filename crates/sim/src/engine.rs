@@ -13,13 +13,14 @@ use std::collections::VecDeque;
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use smallvec::{smallvec, SmallVec};
 use warmcore_trace::event::prev_state;
 use warmcore_trace::{ids, Event};
 
 use crate::dvfs::{CoreDvfs, Governor};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
-use crate::program::{ProgId, Program, Step, Workload};
+use crate::program::{ProgId, Step, Workload};
 use crate::queue::{Entry, EventQueue, Key};
 use crate::SimError;
 
@@ -72,10 +73,13 @@ pub enum TState {
     Dead,
 }
 
+/// A program being run: its steps are `steps[start..end]` of the engine's
+/// flattened step table, `pc` the next one.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    prog: ProgId,
+    start: u32,
     pc: u32,
+    end: u32,
     /// Iterations left after this one (Repeat).
     left: u64,
     /// Loop until this time (RepeatFor), 0 otherwise.
@@ -98,7 +102,9 @@ pub struct Task {
     pub cpu: u32,
     /// Time it last started running (ns).
     pub last_run_ns: u64,
-    frames: Vec<Frame>,
+    /// Program and loop bodies, innermost last (kept inline: two deep for
+    /// most workloads).
+    frames: SmallVec<[Frame; 2]>,
     remaining: f64,
     children: u32,
     zombies: u32,
@@ -259,7 +265,10 @@ pub struct Sim {
     timers: Vec<TimerSlot>,
     free_timers: Vec<u32>,
     workload: Workload,
-    progs: std::rc::Rc<Vec<Program>>,
+    /// Every program's steps, one after another (a frame indexes it), and
+    /// each program's range in it.
+    steps: std::rc::Rc<Vec<Step>>,
+    prog_span: Vec<(u32, u32)>,
     pipes: Vec<Pipe>,
     futexes: Vec<VecDeque<Tid>>,
     barriers: Vec<Barrier>,
@@ -417,6 +426,11 @@ impl Sim {
     }
 
     // ---- internals ----
+    fn frame(&self, prog: ProgId, left: u64, until: u64) -> Frame {
+        let (start, end) = self.prog_span[prog as usize];
+        Frame { start, pc: start, end, left, until }
+    }
+
     fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
         self.seq += 1;
         self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
@@ -747,6 +761,12 @@ impl Engine {
             .max()
             .unwrap_or(0);
         let sockets = machine.nr_sockets() as usize;
+        let mut prog_span = Vec::with_capacity(workload.programs.len());
+        let mut at = 0u32;
+        for p in &workload.programs {
+            prog_span.push((at, at + p.steps.len() as u32));
+            at += p.steps.len() as u32;
+        }
         let sim = Sim {
             governor,
             now: 0,
@@ -774,7 +794,8 @@ impl Engine {
             migrations: 0,
             last_exit: 0,
             zero_time_steps: 0,
-            progs: std::rc::Rc::new(workload.programs.clone()),
+            steps: std::rc::Rc::new(workload.programs.iter().flat_map(|p| p.steps.iter().cloned()).collect()),
+            prog_span,
             workload,
             machine,
         };
@@ -1086,7 +1107,7 @@ impl Engine {
             state: TState::Runnable,
             cpu,
             last_run_ns: 0,
-            frames: vec![Frame { prog, pc: 0, left: 0, until: 0 }],
+            frames: smallvec![self.sim.frame(prog, 0, 0)],
             remaining: 0.0,
             children: 0,
             zombies: 0,
@@ -1257,7 +1278,7 @@ impl Engine {
             self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
             return Ok(());
         }
-        let progs = self.sim.progs.clone();
+        let steps = self.sim.steps.clone();
         loop {
             let step = {
                 let task = &mut self.sim.tasks[t as usize];
@@ -1265,22 +1286,21 @@ impl Engine {
                     self.exit(c, t);
                     return Ok(());
                 };
-                let prog = &progs[fr.prog as usize];
-                if fr.pc as usize >= prog.steps.len() {
+                if fr.pc >= fr.end {
                     // End of a loop body or of the program.
                     let now = self.sim.now;
                     if fr.until > 0 && now < fr.until {
-                        fr.pc = 0;
+                        fr.pc = fr.start;
                     } else if fr.until == 0 && fr.left > 0 {
                         fr.left -= 1;
-                        fr.pc = 0;
+                        fr.pc = fr.start;
                     } else {
                         task.frames.pop();
                     }
                     self.zero_time()?;
                     continue;
                 }
-                let s = &prog.steps[fr.pc as usize];
+                let s = &steps[fr.pc as usize];
                 fr.pc += 1;
                 s
             };
@@ -1447,12 +1467,14 @@ impl Engine {
                 }
                 Step::Repeat(p, n) => {
                     if n > 0 {
-                        self.sim.tasks[t as usize].frames.push(Frame { prog: p, pc: 0, left: n - 1, until: 0 });
+                        let fr = self.sim.frame(p, n - 1, 0);
+                        self.sim.tasks[t as usize].frames.push(fr);
                     }
                 }
                 Step::RepeatFor(p, ns) => {
                     if ns > 0 {
-                        self.sim.tasks[t as usize].frames.push(Frame { prog: p, pc: 0, left: 0, until: now + ns });
+                        let fr = self.sim.frame(p, 0, now + ns);
+                        self.sim.tasks[t as usize].frames.push(fr);
                     }
                 }
                 Step::Mark(i) => self.sim.marks[i as usize] = now,
@@ -1499,7 +1521,7 @@ impl Engine {
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.emit(c, pid, ids::EXIT, 0, 0);
         self.sim.tasks[t as usize].state = TState::Dead;
-        self.sim.tasks[t as usize].frames = Vec::new();
+        self.sim.tasks[t as usize].frames = SmallVec::new();
         self.stop(c, t, prev_state::DEAD);
         self.policy.stopping(&mut self.sim, t, c, false);
         self.policy.exit_task(&mut self.sim, t);
