@@ -112,7 +112,7 @@ impl EventQueue {
                 self.heap[p] = e;
                 self.sift_up(p);
             } else {
-                self.fill_hole(p, e);
+                self.sift_down(p, e);
             }
         }
     }
@@ -176,6 +176,37 @@ impl EventQueue {
         }
         self.heap[p] = e;
         self.sift_up(p);
+    }
+
+    /// Put `e` (not earlier than what was at `p`) at `p` and sift it down,
+    /// stopping where it belongs.
+    fn sift_down(&mut self, mut p: usize, e: Entry) {
+        let n = self.heap.len();
+        loop {
+            let first = p * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let mut best = first;
+            if first + ARITY <= n {
+                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
+                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
+                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
+            } else {
+                for c in first + 1..n {
+                    if self.heap[c].before(&self.heap[best]) {
+                        best = c;
+                    }
+                }
+            }
+            if !self.heap[best].before(&e) {
+                break;
+            }
+            let be = self.heap[best];
+            self.place(p, be);
+            p = best;
+        }
+        self.place(p, e);
     }
 
     #[inline]
