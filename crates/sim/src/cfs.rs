@@ -33,6 +33,7 @@
 //! kicking CPU (the nr_busy_cpus trigger is left out); newly-idle balancing
 //! moves one task.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use warmcore_trace::ids;
@@ -89,6 +90,16 @@ impl GStat {
     }
 }
 
+/// A candidate group of find_idlest: its index, idle CPUs, runnable tasks,
+/// weight, and its load once computed.
+struct GroupPick {
+    gi: usize,
+    idle: u32,
+    nr: u64,
+    weight: u64,
+    load: Option<f64>,
+}
+
 /// A PELT-style average of a count (runnable tasks), decaying with a 32 ms
 /// half-life.
 #[derive(Clone, Copy, Debug, Default)]
@@ -120,6 +131,10 @@ struct Rq {
     /// Recent load: average of runnable tasks (includes the decaying load of
     /// tasks that ran here recently, as 5.9's load_avg with blocked load).
     load: Avg,
+    /// `load` at one instant, (time, value), kept until `load` changes: the
+    /// group scans of placement and balancing read each CPU's load several
+    /// times at the same instant.
+    load_memo: Cell<(u64, f64)>,
     /// Per domain level, when this CPU last balanced at it (sd->last_balance);
     /// None before its first balance: at the start of a run every level is
     /// due, as on a machine that was idle (no ilb kicks) before the run.
@@ -183,6 +198,12 @@ pub struct Cfs {
     levels: Vec<Level>,
     n: Counters,
     balance: bool,
+    /// The scheduling groups of each domain (see `groups`), built once:
+    /// per core at SMT (its CPUs one by one), per die at MC (its cores),
+    /// and the dies at NUMA.
+    smt_groups: Vec<Vec<Vec<u32>>>,
+    mc_groups: Vec<Vec<Vec<u32>>>,
+    numa_groups: Vec<Vec<u32>>,
 }
 
 impl Cfs {
@@ -211,8 +232,22 @@ impl Cfs {
         if m.die_cpus.len() > 1 {
             levels.push(Level::Numa);
         }
+        let smt_groups = m.core_cpus.iter().map(|cpus| cpus.iter().map(|&c| vec![c]).collect()).collect();
+        let mc_groups = m
+            .die_cpus
+            .iter()
+            .map(|cpus| {
+                cpus.iter()
+                    .filter(|&&c| m.core_cpus[m.cpu_core[c as usize] as usize][0] == c)
+                    .map(|&c| m.core_cpus[m.cpu_core[c as usize] as usize].clone())
+                    .collect()
+            })
+            .collect();
         Ok(Cfs {
-            rq: vec![Rq::default(); n],
+            smt_groups,
+            mc_groups,
+            numa_groups: m.die_cpus.clone(),
+            rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), ..Rq::default() }; n],
             td: Vec::new(),
             waiting: BTreeSet::new(),
             has_idle_cores: vec![true; m.die_cpus.len()],
@@ -252,12 +287,21 @@ impl Cfs {
     }
 
     fn load(&self, now: u64, c: u32) -> f64 {
-        self.rq[c as usize].load.at(now)
+        let rq = &self.rq[c as usize];
+        let (t, v) = rq.load_memo.get();
+        if t == now {
+            return v;
+        }
+        let v = rq.load.at(now);
+        rq.load_memo.set((now, v));
+        v
     }
 
     fn update_load(&mut self, now: u64, c: u32) {
-        let nr = self.rq[c as usize].nr_running() as f64;
-        self.rq[c as usize].load.set(now, nr);
+        let rq = &mut self.rq[c as usize];
+        let nr = rq.nr_running() as f64;
+        rq.load.set(now, nr);
+        rq.load_memo.set((u64::MAX, 0.0));
     }
 
     fn set_waiting(&mut self, c: u32) {
@@ -294,23 +338,14 @@ impl Cfs {
         period / nr
     }
 
-    /// Groups of a domain: cores at SMT's parent (MC), dies at NUMA; at SMT
-    /// each CPU is a group. Returned as (first CPU of group, its CPUs).
-    fn groups(m: &Machine, level: Level, cpu: u32) -> Vec<&[u32]> {
+    /// Groups of the domain of `cpu` at a level: cores at SMT's parent (MC),
+    /// in the order of their first CPUs in the die, dies at NUMA; at SMT each
+    /// CPU is a group.
+    fn groups(&self, m: &Machine, level: Level, cpu: u32) -> &[Vec<u32>] {
         match level {
-            Level::Smt => m.siblings(cpu).chunks(1).collect(),
-            Level::Mc => {
-                let die = m.cpu_die[cpu as usize];
-                let mut seen: Vec<&[u32]> = Vec::new();
-                for &c in &m.die_cpus[die as usize] {
-                    let core = &m.core_cpus[m.cpu_core[c as usize] as usize];
-                    if core[0] == c {
-                        seen.push(core);
-                    }
-                }
-                seen
-            }
-            Level::Numa => m.die_cpus.iter().map(|v| v.as_slice()).collect(),
+            Level::Smt => &self.smt_groups[m.cpu_core[cpu as usize] as usize],
+            Level::Mc => &self.mc_groups[m.cpu_die[cpu as usize] as usize],
+            Level::Numa => &self.numa_groups,
         }
     }
 
@@ -373,67 +408,69 @@ impl Cfs {
                 cpu = self.idlest_cpu(sim, core, cpu, exclude);
                 break;
             }
-            let groups = Self::groups(m, level, cpu);
+            let groups = self.groups(m, level, cpu);
             let local_idx = groups.iter().position(|g| g.contains(&cpu)).unwrap();
-            // (idle CPUs, nr_running, load, weight)
-            let stats = |g: &[u32]| {
+            // A group's idle CPUs, runnable tasks and weight; its load (a sum
+            // of decaying averages) only when a comparison needs it.
+            let stats = |gi: usize| {
+                let g = &groups[gi];
                 let mut idle = 0u32;
                 let mut nr = 0u64;
-                let mut load = 0.0;
                 for &c in g {
                     let r = self.nr_without(c, exclude);
                     if self.idle_without(sim, c, exclude) {
                         idle += 1;
                     }
                     nr += r;
-                    load += self.load(now, c);
                 }
-                (idle, nr, load, g.len() as u64)
+                GroupPick { gi, idle, nr, weight: g.len() as u64, load: None }
             };
-            let local = stats(groups[local_idx]);
+            let load = |s: &mut GroupPick| -> f64 {
+                *s.load.get_or_insert_with(|| groups[s.gi].iter().fold(0.0, |acc, &c| acc + self.load(now, c)))
+            };
+            let mut local = stats(local_idx);
             let ng = groups.len();
-            let mut idlest: Option<(usize, (u32, u64, f64, u64))> = None;
+            let mut idlest: Option<GroupPick> = None;
             for i in 1..ng {
-                let gi = (local_idx + i) % ng;
-                let s = stats(groups[gi]);
-                let better = match idlest {
+                let mut s = stats((local_idx + i) % ng);
+                let better = match idlest.as_mut() {
                     None => true,
-                    Some((_, b)) => {
-                        let (st, bt) = (s.1 >= s.3, b.1 >= b.3);
+                    Some(b) => {
+                        let (st, bt) = (s.nr >= s.weight, b.nr >= b.weight);
                         if st != bt {
                             !st
                         } else if !st {
                             // has_spare: most idle CPUs, then lowest load.
-                            s.0 > b.0 || (s.0 == b.0 && s.2 < b.2)
+                            s.idle > b.idle || (s.idle == b.idle && load(&mut s) < load(b))
                         } else {
-                            s.2 / (s.3 as f64) < b.2 / (b.3 as f64)
+                            load(&mut s) / (s.weight as f64) < load(b) / (b.weight as f64)
                         }
                     }
                 };
                 if better {
-                    idlest = Some((gi, s));
+                    idlest = Some(s);
                 }
             }
-            let go = match idlest {
+            let go = match idlest.as_mut() {
                 None => false,
-                Some((_, s)) => {
-                    let (ls, is) = (local.1 >= local.3, s.1 >= s.3);
+                Some(s) => {
+                    let (ls, is) = (local.nr >= local.weight, s.nr >= s.weight);
                     if ls != is {
                         ls
                     } else if !ls {
-                        if level == Level::Numa && local.0 > 0 {
+                        if level == Level::Numa && local.idle > 0 {
                             false
                         } else {
-                            s.0 > local.0
+                            s.idle > local.idle
                         }
                     } else {
                         let pct = Self::imbalance_pct(level) as f64 / 100.0;
-                        s.2 / (s.3 as f64) * pct < local.2 / (local.3 as f64)
+                        load(s) / (s.weight as f64) * pct < load(&mut local) / (local.weight as f64)
                     }
                 }
             };
             if go {
-                let g = groups[idlest.unwrap().0];
+                let g = &groups[idlest.unwrap().gi];
                 cpu = self.idlest_cpu(sim, g, g[0], exclude);
                 if level == Level::Mc {
                     break;
@@ -670,7 +707,7 @@ impl Cfs {
     fn load_balance(&mut self, sim: &mut Sim, dst: u32, level: Level, dst_idle: bool) -> u32 {
         let now = sim.now();
         let (src, count) = {
-            let groups = Self::groups(&sim.machine, level, dst);
+            let groups = self.groups(&sim.machine, level, dst);
             let stat = |g: &[u32]| {
                 let mut s = GStat { weight: g.len() as u64, ..GStat::default() };
                 for &c in g {
@@ -681,13 +718,13 @@ impl Cfs {
                 s
             };
             let Some(li) = groups.iter().position(|g| g.contains(&dst)) else { return 0 };
-            let local = stat(groups[li]);
+            let local = stat(&groups[li]);
             let mut all = local;
             let mut busiest: Option<(usize, GStat)> = None;
             let ng = groups.len();
             for i in 1..ng {
                 let gi = (li + i) % ng;
-                let s = stat(groups[gi]);
+                let s = stat(&groups[gi]);
                 all.nr += s.nr;
                 all.weight += s.weight;
                 all.load += s.load;

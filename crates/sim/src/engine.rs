@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The discrete-event engine: time in ns, one binary heap of events with a
-//! stable tie-break (insertion sequence), a seeded ChaCha RNG. Deterministic:
-//! the same inputs and seed give the same events in the same order.
+//! The discrete-event engine: time in ns, one heap of events with a stable
+//! tie-break (insertion sequence), a seeded ChaCha RNG. Deterministic: the
+//! same inputs and seed give the same events in the same order.
 //!
 //! Hot paths are O(1) or O(log n) (the heap); stale events (a segment end
 //! whose task was preempted, a DVFS sample of a core that changed state) are
-//! dropped lazily by generation numbers instead of being searched for.
+//! dropped by generation numbers instead of being searched for, and a new
+//! event for the same CPU, core, task or timer replaces its stale
+//! predecessor in the heap (queue.rs).
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use smallvec::{smallvec, SmallVec};
 use warmcore_trace::event::prev_state;
 use warmcore_trace::{ids, Event};
 
 use crate::dvfs::{CoreDvfs, Governor};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
-use crate::program::{ProgId, Program, Step, Workload};
+use crate::program::{ProgId, Step, Workload};
+use crate::queue::{Entry, EventQueue, Key};
 use crate::SimError;
 
 pub type Tid = u32;
@@ -26,6 +29,19 @@ pub type Tid = u32;
 /// The scheduler tick: HZ = 250 in the Debian configs of the papers' kernels
 /// (MODEL-FACTS.md section 0).
 pub const TICK_NS: u64 = 4_000_000;
+
+/// `x.ceil() as u64` for the non-negative durations of segments, without a
+/// call into libm (a baseline x86-64 build has no rounding instruction).
+#[inline]
+fn ceil_ns(x: f64) -> u64 {
+    // `as` truncates toward zero and saturates, as after ceil().
+    let i = x as u64;
+    if (i as f64) < x && i < u64::MAX {
+        i + 1
+    } else {
+        i
+    }
+}
 
 /// Where the events go (a trace writer, the metrics analyzer, a counter).
 pub trait Sink {
@@ -57,10 +73,13 @@ pub enum TState {
     Dead,
 }
 
+/// A program being run: its steps are `steps[start..end]` of the engine's
+/// flattened step table, `pc` the next one.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    prog: ProgId,
+    start: u32,
     pc: u32,
+    end: u32,
     /// Iterations left after this one (Repeat).
     left: u64,
     /// Loop until this time (RepeatFor), 0 otherwise.
@@ -83,7 +102,9 @@ pub struct Task {
     pub cpu: u32,
     /// Time it last started running (ns).
     pub last_run_ns: u64,
-    frames: Vec<Frame>,
+    /// Program and loop bodies, innermost last (kept inline: two deep for
+    /// most workloads).
+    frames: SmallVec<[Frame; 2]>,
     remaining: f64,
     children: u32,
     zombies: u32,
@@ -148,7 +169,11 @@ pub struct Cpu {
     util_t: u64,
 }
 
+/// What a queued event is about; its index is a CPU (SegEnd, Tick,
+/// CpuReady, SpinEnd), a core (Dvfs), a task (Wake) or a timer slot (Timer).
+/// Each (kind, index) has at most one live event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Kind {
     SegEnd,
     Tick,
@@ -158,33 +183,22 @@ enum Kind {
     Timer,
     SpinEnd,
 }
+impl Kind {
+    #[inline]
+    fn of(k: u8) -> Kind {
+        match k {
+            0 => Kind::SegEnd,
+            1 => Kind::Tick,
+            2 => Kind::CpuReady,
+            3 => Kind::Dvfs,
+            4 => Kind::Wake,
+            5 => Kind::Timer,
+            _ => Kind::SpinEnd,
+        }
+    }
+}
 
-#[derive(Clone, Copy, Debug)]
-struct QEv {
-    t: u64,
-    seq: u64,
-    kind: Kind,
-    a: u32,
-    gen: u32,
-}
-impl PartialEq for QEv {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for QEv {}
-impl PartialOrd for QEv {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for QEv {
-    // Reversed: BinaryHeap is a max-heap and we want the earliest first, then
-    // the first inserted.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
-}
+type QEv = Entry;
 
 #[derive(Clone, Copy, Debug)]
 enum Action {
@@ -238,7 +252,7 @@ pub struct Sim {
     pub governor: Governor,
     now: u64,
     seq: u64,
-    heap: BinaryHeap<QEv>,
+    heap: EventQueue,
     pub(crate) tasks: Vec<Task>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<CoreDvfs>,
@@ -251,7 +265,10 @@ pub struct Sim {
     timers: Vec<TimerSlot>,
     free_timers: Vec<u32>,
     workload: Workload,
-    progs: std::rc::Rc<Vec<Program>>,
+    /// Every program's steps, one after another (a frame indexes it), and
+    /// each program's range in it.
+    steps: std::rc::Rc<Vec<Step>>,
+    prog_span: Vec<(u32, u32)>,
     pipes: Vec<Pipe>,
     futexes: Vec<VecDeque<Tid>>,
     barriers: Vec<Barrier>,
@@ -409,9 +426,14 @@ impl Sim {
     }
 
     // ---- internals ----
+    fn frame(&self, prog: ProgId, left: u64, until: u64) -> Frame {
+        let (start, end) = self.prog_span[prog as usize];
+        Frame { start, pc: start, end, left, until }
+    }
+
     fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
         self.seq += 1;
-        self.heap.push(QEv { t, seq: self.seq, kind, a, gen });
+        self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
     }
 
     #[inline]
@@ -489,7 +511,7 @@ impl Sim {
         // Always arm an end, even for no work left: a rate change at the very
         // end of a segment must not lose it.
         let rem = self.tasks[t as usize].remaining.max(0.0);
-        let dt = (rem / rate).ceil() as u64;
+        let dt = ceil_ns(rem / rate);
         self.push(self.now + dt, Kind::SegEnd, c, gen);
     }
 
@@ -604,6 +626,10 @@ impl Sim {
 
     fn pelt_update(&mut self, c: u32) {
         // PELT: 32 ms half-life (MODEL-FACTS.md section 4), continuous form.
+        // Only schedutil reads utilisations: the hardware governors skip it.
+        if self.governor != Governor::Schedutil {
+            return;
+        }
         let cpu = &mut self.cpus[c as usize];
         let dt = self.now - cpu.util_t;
         if dt > 0 {
@@ -618,6 +644,9 @@ impl Sim {
     /// otherwise (PELT, 32 ms half-life).
     fn task_util(&mut self, t: Tid) -> f64 {
         let task = &mut self.tasks[t as usize];
+        if self.governor != Governor::Schedutil {
+            return task.util;
+        }
         let dt = self.now.saturating_sub(task.util_t);
         if dt > 0 {
             let target = if task.state == TState::Running { 1.0 } else { 0.0 };
@@ -732,11 +761,17 @@ impl Engine {
             .max()
             .unwrap_or(0);
         let sockets = machine.nr_sockets() as usize;
+        let mut prog_span = Vec::with_capacity(workload.programs.len());
+        let mut at = 0u32;
+        for p in &workload.programs {
+            prog_span.push((at, at + p.steps.len() as u32));
+            at += p.steps.len() as u32;
+        }
         let sim = Sim {
             governor,
             now: 0,
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::new(),
             tasks: Vec::new(),
             cpus,
             cores,
@@ -759,7 +794,8 @@ impl Engine {
             migrations: 0,
             last_exit: 0,
             zero_time_steps: 0,
-            progs: std::rc::Rc::new(workload.programs.clone()),
+            steps: std::rc::Rc::new(workload.programs.iter().flat_map(|p| p.steps.iter().cloned()).collect()),
+            prog_span,
             workload,
             machine,
         };
@@ -796,7 +832,9 @@ impl Engine {
                     break;
                 }
             }
-            let Some(ev) = self.sim.heap.pop() else {
+            // Handled while still in the heap: a new event for the same key
+            // replaces it in place (queue.rs); `finish` removes it if none did.
+            let Some(&ev) = self.sim.heap.peek() else {
                 return Err(self.deadlock());
             };
             if ev.t > limits.max_sim_ns {
@@ -812,6 +850,7 @@ impl Engine {
             self.sim.now = ev.t;
             self.handle(ev)?;
             self.drain()?;
+            self.sim.heap.finish(&ev);
             if self.check_invariants {
                 self.check();
             }
@@ -891,8 +930,8 @@ impl Engine {
     }
 
     fn handle(&mut self, ev: QEv) -> Result<(), SimError> {
-        let c = ev.a;
-        match ev.kind {
+        let c = ev.index();
+        match Kind::of(ev.kind()) {
             Kind::SegEnd => {
                 let cpu = &self.sim.cpus[c as usize];
                 if cpu.seg_gen != ev.gen || cpu.mode != Mode::Running {
@@ -1068,7 +1107,7 @@ impl Engine {
             state: TState::Runnable,
             cpu,
             last_run_ns: 0,
-            frames: vec![Frame { prog, pc: 0, left: 0, until: 0 }],
+            frames: smallvec![self.sim.frame(prog, 0, 0)],
             remaining: 0.0,
             children: 0,
             zombies: 0,
@@ -1239,7 +1278,7 @@ impl Engine {
             self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
             return Ok(());
         }
-        let progs = self.sim.progs.clone();
+        let steps = self.sim.steps.clone();
         loop {
             let step = {
                 let task = &mut self.sim.tasks[t as usize];
@@ -1247,22 +1286,21 @@ impl Engine {
                     self.exit(c, t);
                     return Ok(());
                 };
-                let prog = &progs[fr.prog as usize];
-                if fr.pc as usize >= prog.steps.len() {
+                if fr.pc >= fr.end {
                     // End of a loop body or of the program.
                     let now = self.sim.now;
                     if fr.until > 0 && now < fr.until {
-                        fr.pc = 0;
+                        fr.pc = fr.start;
                     } else if fr.until == 0 && fr.left > 0 {
                         fr.left -= 1;
-                        fr.pc = 0;
+                        fr.pc = fr.start;
                     } else {
                         task.frames.pop();
                     }
                     self.zero_time()?;
                     continue;
                 }
-                let s = &prog.steps[fr.pc as usize];
+                let s = &steps[fr.pc as usize];
                 fr.pc += 1;
                 s
             };
@@ -1429,12 +1467,14 @@ impl Engine {
                 }
                 Step::Repeat(p, n) => {
                     if n > 0 {
-                        self.sim.tasks[t as usize].frames.push(Frame { prog: p, pc: 0, left: n - 1, until: 0 });
+                        let fr = self.sim.frame(p, n - 1, 0);
+                        self.sim.tasks[t as usize].frames.push(fr);
                     }
                 }
                 Step::RepeatFor(p, ns) => {
                     if ns > 0 {
-                        self.sim.tasks[t as usize].frames.push(Frame { prog: p, pc: 0, left: 0, until: now + ns });
+                        let fr = self.sim.frame(p, 0, now + ns);
+                        self.sim.tasks[t as usize].frames.push(fr);
                     }
                 }
                 Step::Mark(i) => self.sim.marks[i as usize] = now,
@@ -1481,7 +1521,7 @@ impl Engine {
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.emit(c, pid, ids::EXIT, 0, 0);
         self.sim.tasks[t as usize].state = TState::Dead;
-        self.sim.tasks[t as usize].frames = Vec::new();
+        self.sim.tasks[t as usize].frames = SmallVec::new();
         self.stop(c, t, prev_state::DEAD);
         self.policy.stopping(&mut self.sim, t, c, false);
         self.policy.exit_task(&mut self.sim, t);
@@ -1505,5 +1545,25 @@ impl Engine {
             }
         }
         self.sim.actions.push_back(Action::Schedule(c));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceil_ns;
+
+    #[test]
+    fn ceil_ns_is_ceil() {
+        let mut x = 0.0f64;
+        for v in [0.0, 0.3, 1.0, 1.0000001, 2.5, 1e15 + 0.5, 4503599627370495.5, 9007199254740993.0, 1e19, 1e30, f64::INFINITY] {
+            assert_eq!(ceil_ns(v), v.ceil() as u64, "{v}");
+        }
+        for _ in 0..100_000 {
+            x = x * 1.37 + 0.123;
+            if x > 1e12 {
+                x /= 1e9;
+            }
+            assert_eq!(ceil_ns(x), x.ceil() as u64, "{x}");
+        }
     }
 }

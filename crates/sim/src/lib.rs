@@ -11,6 +11,7 @@ pub mod machine;
 pub mod nest;
 pub mod policy;
 pub mod program;
+pub mod queue;
 pub mod replay;
 pub mod rtapp;
 pub mod run;

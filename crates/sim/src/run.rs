@@ -94,7 +94,10 @@ struct StatsSink {
 
 impl StatsSink {
     fn flush(&mut self) -> Result<(), String> {
-        self.pending.sort_by_key(|e| e.cpu);
+        // Usually already in CPU order.
+        if !self.pending.is_sorted_by_key(|e| e.cpu) {
+            self.pending.sort_by_key(|e| e.cpu);
+        }
         for e in &self.pending {
             self.analyzer.push(e);
             if let Some(w) = &mut self.writer {

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The engine's event queue: a 4-ary min-heap ordered by (time, insertion
+//! sequence), holding at most one entry per key.
+//!
+//! A key names what an event is about (a CPU's segment end, a core's DVFS
+//! sample, a task's wake-up timer...). The engine only ever has one live
+//! event per key: a new one makes the previous one stale (its generation no
+//! longer matches). Instead of leaving stale entries in the heap until their
+//! time comes, `push` replaces the key's entry where it stands, so the heap
+//! holds live events only (plus those made stale without a replacement,
+//! which the engine still drops by generation when they fire). The order of
+//! the live events is exactly that of a plain heap on (time, sequence).
+//!
+//! `peek` / `finish` let the engine handle the earliest event while it is
+//! still in the heap: a new event for the same key pushed meanwhile (a
+//! segment end that arms the next one, a timer re-armed from its own
+//! handler) updates the entry in place, costing one sift instead of a
+//! removal and an insertion.
+
+/// What an event is about: a kind and an index (CPU, core, task or timer
+/// slot, depending on the kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub kind: u8,
+    pub index: u32,
+}
+
+/// One queued event, 24 bytes: the time, the insertion sequence that breaks
+/// ties, the key (index x KINDS + kind) and the generation the engine checks.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub t: u64,
+    pub seq: u64,
+    slot: u32,
+    pub gen: u32,
+}
+
+/// Kinds of keys the queue can hold.
+pub const KINDS: u32 = 8;
+
+impl Entry {
+    pub fn new(t: u64, seq: u64, key: Key, gen: u32) -> Entry {
+        debug_assert!((key.kind as u32) < KINDS && key.index < u32::MAX / KINDS);
+        Entry { t, seq, slot: key.index * KINDS + key.kind as u32, gen }
+    }
+    #[inline]
+    fn before(&self, o: &Entry) -> bool {
+        // One 128-bit comparison: no branch on equal times.
+        (((self.t as u128) << 64) | self.seq as u128) < (((o.t as u128) << 64) | o.seq as u128)
+    }
+    #[inline]
+    pub fn key(&self) -> Key {
+        Key { kind: (self.slot % KINDS) as u8, index: self.slot / KINDS }
+    }
+    #[inline]
+    pub fn kind(&self) -> u8 {
+        (self.slot % KINDS) as u8
+    }
+    #[inline]
+    pub fn index(&self) -> u32 {
+        self.slot / KINDS
+    }
+}
+
+const NONE: u32 = u32::MAX;
+const ARITY: usize = 4;
+
+pub struct EventQueue {
+    heap: Vec<Entry>,
+    /// Per key (its slot): its position in `heap`, or NONE.
+    pos: Vec<u32>,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventQueue {
+    pub fn new() -> EventQueue {
+        EventQueue { heap: Vec::new(), pos: Vec::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// The earliest event.
+    #[inline]
+    pub fn peek(&self) -> Option<&Entry> {
+        self.heap.first()
+    }
+
+    /// Add `e`, replacing the entry of the same key if there is one.
+    pub fn push(&mut self, e: Entry) {
+        let i = e.slot as usize;
+        if i >= self.pos.len() {
+            self.pos.resize((i + 1).next_multiple_of(KINDS as usize), NONE);
+        }
+        let p = self.pos[i];
+        if p == NONE {
+            let at = self.heap.len();
+            self.heap.push(e);
+            self.sift_up(at);
+        } else {
+            let p = p as usize;
+            if e.before(&self.heap[p]) {
+                self.heap[p] = e;
+                self.sift_up(p);
+            } else {
+                self.sift_down(p, e);
+            }
+        }
+    }
+
+    /// Remove the earliest event if it is still the one `peek` gave (same
+    /// key and sequence): the caller handled it and nothing replaced it.
+    pub fn finish(&mut self, handled: &Entry) {
+        let Some(top) = self.heap.first() else { return };
+        if top.seq == handled.seq && top.slot == handled.slot {
+            self.remove_at(0);
+        }
+    }
+
+    /// Remove and return the earliest event.
+    pub fn pop(&mut self) -> Option<Entry> {
+        let top = *self.heap.first()?;
+        self.remove_at(0);
+        Some(top)
+    }
+
+    fn remove_at(&mut self, p: usize) {
+        let gone = self.heap[p];
+        self.pos[gone.slot as usize] = NONE;
+        let last = self.heap.pop().unwrap();
+        if p < self.heap.len() {
+            if last.before(&gone) {
+                self.heap[p] = last;
+                self.sift_up(p);
+            } else {
+                self.fill_hole(p, last);
+            }
+        }
+    }
+
+    /// Move the hole at `p` down to a leaf along the earliest children, then
+    /// put `e` (not earlier than what was at `p`) in and sift it up: the
+    /// element that fills a hole usually belongs near the bottom.
+    fn fill_hole(&mut self, mut p: usize, e: Entry) {
+        let n = self.heap.len();
+        loop {
+            let first = p * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let mut best = first;
+            if first + ARITY <= n {
+                // A full set of children: a tournament of two pairs.
+                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
+                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
+                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
+            } else {
+                for c in first + 1..n {
+                    if self.heap[c].before(&self.heap[best]) {
+                        best = c;
+                    }
+                }
+            }
+            let be = self.heap[best];
+            self.place(p, be);
+            p = best;
+        }
+        self.heap[p] = e;
+        self.sift_up(p);
+    }
+
+    /// Put `e` (not earlier than what was at `p`) at `p` and sift it down,
+    /// stopping where it belongs.
+    fn sift_down(&mut self, mut p: usize, e: Entry) {
+        let n = self.heap.len();
+        loop {
+            let first = p * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let mut best = first;
+            if first + ARITY <= n {
+                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
+                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
+                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
+            } else {
+                for c in first + 1..n {
+                    if self.heap[c].before(&self.heap[best]) {
+                        best = c;
+                    }
+                }
+            }
+            if !self.heap[best].before(&e) {
+                break;
+            }
+            let be = self.heap[best];
+            self.place(p, be);
+            p = best;
+        }
+        self.place(p, e);
+    }
+
+    #[inline]
+    fn place(&mut self, p: usize, e: Entry) {
+        self.pos[e.slot as usize] = p as u32;
+        self.heap[p] = e;
+    }
+
+    fn sift_up(&mut self, mut p: usize) {
+        let e = self.heap[p];
+        while p > 0 {
+            let parent = (p - 1) / ARITY;
+            if !e.before(&self.heap[parent]) {
+                break;
+            }
+            let pe = self.heap[parent];
+            self.place(p, pe);
+            p = parent;
+        }
+        self.place(p, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    /// A small deterministic generator for the test's operations.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+    }
+
+    fn ev(t: u64, seq: u64, kind: u8, index: u32, gen: u32) -> Entry {
+        Entry::new(t, seq, Key { kind, index }, gen)
+    }
+
+    /// The queue gives the same events in the same order as a plain binary
+    /// heap on (time, sequence) from which the entries a later push of the
+    /// same key replaced are skipped (the engine's stale events).
+    #[test]
+    fn same_order_as_a_plain_heap_without_the_replaced_entries() {
+        let mut rng = Lcg(7);
+        let mut q = EventQueue::new();
+        let mut plain: BinaryHeap<Reverse<(u64, u64, u8, u32)>> = BinaryHeap::new();
+        // The live sequence number of each key, as the engine's generations.
+        let mut live = std::collections::HashMap::new();
+        let (mut now, mut seq) = (0u64, 0u64);
+        let mut got = Vec::new();
+        let mut want = Vec::new();
+        for round in 0..20_000 {
+            for _ in 0..rng.next() % 3 {
+                seq += 1;
+                let kind = (rng.next() % 3) as u8;
+                let index = (rng.next() % 40) as u32;
+                // Many equal times, so that the sequence breaks ties.
+                let t = now + rng.next() % 50;
+                q.push(ev(t, seq, kind, index, seq as u32));
+                plain.push(Reverse((t, seq, kind, index)));
+                live.insert((kind, index), seq);
+            }
+            if round % 2 == 0 {
+                if let Some(e) = q.pop() {
+                    assert!(e.t >= now);
+                    now = e.t;
+                    got.push((e.t, e.seq));
+                }
+                // The plain heap's next live event.
+                while let Some(Reverse((t, s, k, i))) = plain.pop() {
+                    if live.get(&(k, i)) == Some(&s) {
+                        live.remove(&(k, i));
+                        want.push((t, s));
+                        break;
+                    }
+                }
+            }
+        }
+        while let Some(e) = q.pop() {
+            got.push((e.t, e.seq));
+        }
+        while let Some(Reverse((t, s, k, i))) = plain.pop() {
+            if live.get(&(k, i)) == Some(&s) {
+                live.remove(&(k, i));
+                want.push((t, s));
+            }
+        }
+        assert!(got.len() > 10_000);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_push_while_handling_replaces_the_handled_entry() {
+        let mut q = EventQueue::new();
+        q.push(ev(10, 1, 0, 5, 0));
+        q.push(ev(20, 2, 1, 5, 0));
+        let top = *q.peek().unwrap();
+        assert_eq!((top.t, top.key()), (10, Key { kind: 0, index: 5 }));
+        // Handling it arms the next event of the same key, later than the
+        // other one.
+        q.push(ev(30, 3, 0, 5, 1));
+        q.finish(&top);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop().map(|e| (e.t, e.seq)), Some((20, 2)));
+        assert_eq!(q.pop().map(|e| (e.t, e.seq, e.gen)), Some((30, 3, 1)));
+        assert!(q.pop().is_none());
+        // Not replaced: finish removes it.
+        q.push(ev(40, 4, 1, 0, 0));
+        q.push(ev(50, 5, 1, 1, 0));
+        let top = *q.peek().unwrap();
+        q.finish(&top);
+        assert_eq!(q.pop().map(|e| e.seq), Some(5));
+        assert!(q.is_empty());
+    }
+}
