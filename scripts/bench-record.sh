@@ -4,8 +4,8 @@
 # on three workloads: a hackbench-like pipe workload (perf bench sched
 # messaging -p), a fork/exec/wait loop and `make -j2` of a small C project.
 # Each workload times itself inside the traced command, so tracer start-up
-# and write-out are not counted. Rounds are interleaved (untraced, warmcore,
-# perf, untraced, ...) and medians compared. Then, for one run of each
+# and write-out are not counted. Rounds are paired: each traced run is
+# compared with the untraced run of its own round (see paired_stats). Then, for one run of each
 # workload traced by both tools at once (perf with CLOCK_MONOTONIC, the BPF
 # clock), the events of each kind that both record inside perf's time window
 # are counted and compared (target: within 1 %).
@@ -62,7 +62,7 @@ clean:
 	rm -f $(OBJS) prog
 EOF
 
-declare -A WL
+declare -A WL t
 WL[hackbench]="perf bench sched messaging -p -g 4 -l 400"
 WL[forkexec]="$LOAD forks 1500"
 WL[make-j2]="make -s -C $OUT/proj clean && make -s -j2 -C $OUT/proj"
@@ -84,30 +84,69 @@ run() { # mode workload -> seconds on stdout
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
+# Slowdowns from paired rounds. Input: one line per round, "untraced
+# warmcore perf" seconds. A traced run is compared with the untraced run of
+# its own round, which ran next to it, so that slow drifts of the machine
+# (other jobs, frequency, caches) cancel; the median of these per-round
+# slowdowns gets a 95 % bootstrap interval (2000 resamples of the rounds),
+# and so does the unpaired estimate (median time over median time, each
+# resampled on its own) for comparison. Output, in %: paired warmcore
+# median lo hi q1 q3, paired perf median lo hi q1 q3, unpaired warmcore
+# median lo hi, unpaired perf median lo hi.
+paired_stats() {
+    awk 'function qs(v, lo, hi,   i, j, t, x) { if (lo >= hi) return; x = v[int((lo + hi) / 2)]; i = lo; j = hi
+             while (i <= j) { while (v[i] < x) i++; while (v[j] > x) j--; if (i <= j) { t = v[i]; v[i] = v[j]; v[j] = t; i++; j-- } }
+             qs(v, lo, j); qs(v, i, hi) }
+         function q(v, k, f,   x, i) { for (i = 1; i <= k; i++) s_[i] = v[i]; qs(s_, 1, k); x = 1 + (k - 1) * f; i = int(x)
+             return (i >= k) ? s_[k] : s_[i] + (x - i) * (s_[i + 1] - s_[i]) }
+         function boot_paired(r,   b, i) { for (b = 1; b <= B; b++) { for (i = 1; i <= N; i++) t_[i] = r[1 + int(rand() * N)]; m_[b] = q(t_, N, 0.5) }
+             return q(m_, B, 0.025) " " q(m_, B, 0.975) }
+         function boot_unpaired(x,   b, i, mn, mx) { for (b = 1; b <= B; b++) {
+                 for (i = 1; i <= N; i++) t_[i] = n[1 + int(rand() * N)]; mn = q(t_, N, 0.5)
+                 for (i = 1; i <= N; i++) t_[i] = x[1 + int(rand() * N)]; mx = q(t_, N, 0.5); m_[b] = 100 * (mx / mn - 1) }
+             return 100 * (q(x, N, 0.5) / q(n, N, 0.5) - 1) " " q(m_, B, 0.025) " " q(m_, B, 0.975) }
+         { N++; n[N] = $1; w[N] = $2; p[N] = $3; rw[N] = 100 * ($2 / $1 - 1); rp[N] = 100 * ($3 / $1 - 1) }
+         END { srand(1); B = 2000
+               print q(rw, N, 0.5), boot_paired(rw), q(rw, N, 0.25), q(rw, N, 0.75),
+                     q(rp, N, 0.5), boot_paired(rp), q(rp, N, 0.25), q(rp, N, 0.75),
+                     boot_unpaired(w), boot_unpaired(p) }'
+}
+
 if [ "$PART" != counts ]; then
-echo "bench-record: $(nproc) CPUs, kernel $(uname -r), $ROUNDS interleaved rounds, medians of the workload's own time"
-printf '%-10s %9s %9s %9s %9s %9s %10s %11s %8s %11s %9s\n' workload untraced warmcore perf 'wc slow' 'perf slow' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost'
+echo "bench-record: $(nproc) CPUs, kernel $(uname -r), $ROUNDS paired rounds (untraced, warmcore, perf; reversed every other"
+echo "round, so that warmcore always runs next to the untraced run); slowdowns are per round, traced time over the"
+echo "untraced time of the same round: their median, [95 % bootstrap interval] and quartiles q1..q3. 'unpaired' is"
+echo "median time over median time, with its own bootstrap interval. Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-10s %9s %-26s %-16s %-26s %-16s %7s %11s %8s %9s %8s\n' workload untraced 'wc slow [95% CI]' 'wc q1..q3' 'perf slow [95% CI]' 'perf q1..q3' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost'
+unpaired=""
 for w in "${ORDER[@]}"; do
-    : >"$OUT/none.$w"; : >"$OUT/warmcore.$w"; : >"$OUT/perf.$w"
+    : >"$OUT/rounds.$w"
     run none "$w" >/dev/null # warm-up
-    for _ in $(seq "$ROUNDS"); do
-        for mode in none warmcore perf; do
-            run "$mode" "$w" >>"$OUT/$mode.$w"
-        done
+    for r in $(seq "$ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then modes="none warmcore perf"; else modes="perf warmcore none"; fi
+        for mode in $modes; do t[$mode]=$(run "$mode" "$w"); done
+        echo "${t[none]} ${t[warmcore]} ${t[perf]}" >>"$OUT/rounds.$w"
     done
-    n=$(median <"$OUT/none.$w"); a=$(median <"$OUT/warmcore.$w"); p=$(median <"$OUT/perf.$w")
+    read -r wm wlo whi wq1 wq3 pm plo phi pq1 pq3 uw uwlo uwhi up uplo uphi < <(paired_stats <"$OUT/rounds.$w")
+    n=$(cut -d' ' -f1 "$OUT/rounds.$w" | median)
     # From the last traced runs: events, bytes, losses.
     wev=$(sed -n 's/.*: \([0-9]*\) events in \([0-9.]*\) s (\([0-9]*\) events\/s), \([0-9]*\) bytes on disk (\([0-9.]*\) bytes\/event).*/\3 \5/p' "$OUT/wlog")
     wlost=$(grep -q 'no event lost' "$OUT/wlog" && echo 0 || sed -n 's/.*: \([0-9]*\) events lost.*/\1/p' "$OUT/wlog")
     psamples=$(perf script -i "$OUT/p.data" 2>/dev/null | wc -l)
     pbytes=$(stat -c %s "$OUT/p.data")
-    awk -v w="$w" -v n="$n" -v a="$a" -v p="$p" -v wev="$wev" -v ps="$psamples" -v pb="$pbytes" -v wl="${wlost:-?}" 'BEGIN {
+    awk -v w="$w" -v n="$n" -v wm="$wm" -v wlo="$wlo" -v whi="$whi" -v wq1="$wq1" -v wq3="$wq3" \
+        -v pm="$pm" -v plo="$plo" -v phi="$phi" -v pq1="$pq1" -v pq3="$pq3" \
+        -v wev="$wev" -v ps="$psamples" -v pb="$pbytes" -v wl="${wlost:-?}" 'BEGIN {
         split(wev, x, " ");
-        so = (a / n - 1) * 100; po = (p / n - 1) * 100;
-        ratio = (po > 0) ? sprintf("%.2f", so / po) : "n/a";
-        printf "%-10s %8.3fs %8.3fs %8.3fs %+8.1f%% %+8.1f%% %10s %11d %8.1f %11.1f %9s\n", w, n, a, p, so, po, ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl }'
+        ratio = (pm > 0) ? sprintf("%.2f", wm / pm) : "n/a";
+        printf "%-10s %8.3fs %-26s %-16s %-26s %-16s %7s %11d %8.1f %9.1f %8s\n", w, n,
+            sprintf("%+.1f%% [%+.1f, %+.1f]", wm, wlo, whi), sprintf("%+.1f..%+.1f", wq1, wq3),
+            sprintf("%+.1f%% [%+.1f, %+.1f]", pm, plo, phi), sprintf("%+.1f..%+.1f", pq1, pq3),
+            ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl }'
+    unpaired+=$(printf '%-10s unpaired: warmcore %+.1f%% [%+.1f, %+.1f], perf %+.1f%% [%+.1f, %+.1f]' "$w" "$uw" "$uwlo" "$uwhi" "$up" "$uplo" "$uphi")$'\n'
 done
-
+printf '%s' "$unpaired"
+echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 if [ "$PART" != overhead ]; then
