@@ -5,8 +5,8 @@
 # messaging -p), a fork/exec/wait loop and `make -j2` of a small C project.
 # Each workload times itself inside the traced command, so tracer start-up
 # and write-out are not counted. Rounds are paired: each traced run is
-# compared with the untraced run of its own round (see paired_stats). Then, for one run of each
-# workload traced by both tools at once (perf with CLOCK_MONOTONIC, the BPF
+# compared with the untraced run of its own round (see paired_stats).
+# Then, for one run of each workload traced by both tools at once (perf with CLOCK_MONOTONIC, the BPF
 # clock), the events of each kind that both record inside perf's time window
 # are counted and compared (target: within 1 %).
 #
@@ -117,7 +117,7 @@ echo "bench-record: $(nproc) CPUs, kernel $(uname -r), $ROUNDS paired rounds (un
 echo "round, so that warmcore always runs next to the untraced run); slowdowns are per round, traced time over the"
 echo "untraced time of the same round: their median, [95 % bootstrap interval] and quartiles q1..q3. 'unpaired' is"
 echo "median time over median time, with its own bootstrap interval. Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-10s %9s %-26s %-16s %-26s %-16s %7s %11s %8s %9s %8s\n' workload untraced 'wc slow [95% CI]' 'wc q1..q3' 'perf slow [95% CI]' 'perf q1..q3' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost'
+printf '%-10s %9s %-26s %-16s %-26s %-16s %7s %11s %8s %9s %8s %9s\n' workload untraced 'wc slow [95% CI]' 'wc q1..q3' 'perf slow [95% CI]' 'perf q1..q3' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost' 'perf lost'
 unpaired=""
 for w in "${ORDER[@]}"; do
     : >"$OUT/rounds.$w"
@@ -129,20 +129,23 @@ for w in "${ORDER[@]}"; do
     done
     read -r wm wlo whi wq1 wq3 pm plo phi pq1 pq3 uw uwlo uwhi up uplo uphi < <(paired_stats <"$OUT/rounds.$w")
     n=$(cut -d' ' -f1 "$OUT/rounds.$w" | median)
-    # From the last traced runs: events, bytes, losses.
+    # From the last traced runs: events, bytes, losses (perf's: the samples
+    # its reader could not keep, of all its events).
     wev=$(sed -n 's/.*: \([0-9]*\) events in \([0-9.]*\) s (\([0-9]*\) events\/s), \([0-9]*\) bytes on disk (\([0-9.]*\) bytes\/event).*/\3 \5/p' "$OUT/wlog")
     wlost=$(grep -q 'no event lost' "$OUT/wlog" && echo 0 || sed -n 's/.*: \([0-9]*\) events lost.*/\1/p' "$OUT/wlog")
     psamples=$(perf script -i "$OUT/p.data" 2>/dev/null | wc -l)
     pbytes=$(stat -c %s "$OUT/p.data")
+    plost=$(perf report -i "$OUT/p.data" --stats 2>/dev/null | awk '/ stats:$/ { s = 1 } s && /LOST_SAMPLES events:/ { n += $3 } END { print n + 0 }')
     awk -v w="$w" -v n="$n" -v wm="$wm" -v wlo="$wlo" -v whi="$whi" -v wq1="$wq1" -v wq3="$wq3" \
         -v pm="$pm" -v plo="$plo" -v phi="$phi" -v pq1="$pq1" -v pq3="$pq3" \
-        -v wev="$wev" -v ps="$psamples" -v pb="$pbytes" -v wl="${wlost:-?}" 'BEGIN {
+        -v wev="$wev" -v ps="$psamples" -v pb="$pbytes" -v wl="${wlost:-?}" -v pl="$plost" 'BEGIN {
         split(wev, x, " ");
-        ratio = (pm > 0) ? sprintf("%.2f", wm / pm) : "n/a";
-        printf "%-10s %8.3fs %-26s %-16s %-26s %-16s %7s %11d %8.1f %9.1f %8s\n", w, n,
+        # Only where perf slows the workload down beyond the noise.
+        ratio = (plo > 0) ? sprintf("%.2f", wm / pm) : "n/a";
+        printf "%-10s %8.3fs %-26s %-16s %-26s %-16s %7s %11d %8.1f %9.1f %8s %9d\n", w, n,
             sprintf("%+.1f%% [%+.1f, %+.1f]", wm, wlo, whi), sprintf("%+.1f..%+.1f", wq1, wq3),
             sprintf("%+.1f%% [%+.1f, %+.1f]", pm, plo, phi), sprintf("%+.1f..%+.1f", pq1, pq3),
-            ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl }'
+            ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl, pl }'
     unpaired+=$(printf '%-10s unpaired: warmcore %+.1f%% [%+.1f, %+.1f], perf %+.1f%% [%+.1f, %+.1f]' "$w" "$uw" "$uwlo" "$uwhi" "$up" "$uplo" "$uphi")$'\n'
 done
 printf '%s' "$unpaired"
