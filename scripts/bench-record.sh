@@ -211,7 +211,14 @@ for w in "${ORDER[@]}"; do
           for (i = 4; i <= NF; i++) if ($i in want) { k = $i; break }
           if (k == "") next
           if (k == "TICK") { cur[c] = $3; next }
-          if ($1 >= from - 1e-9 && $1 <= to + 1e-9) {
+          inw = ($1 >= from - 1e-9 && $1 <= to + 1e-9)
+          # A switch names the task it switches out: when that is not the
+          # task the previous switch put on the CPU, a switch was not
+          # recorded (by any tool: it happens around a few threads outside
+          # the workload), and the events since then may be classed wrong.
+          if (k == "CTX_SWITCH") { if ((c in cur) && cur[c] != $3 + 0 && inw) unsure[c] += since[c]; cur[c] = $3 + 0; since[c] = 0 }
+          if (inw) {
+              since[c]++
               if ((c in cur) && cur[c] == 0) { widle[k, c]++; cpus[c] = 1; if (c > maxc) maxc = c } else wc[k]++ }
           if (k == "CTX_SWITCH") for (j = i + 1; j <= NF; j++) if ($j ~ /^next=/) { n = $j; sub(/^next=/, "", n); cur[c] = n + 0 } }
         END { split("sched:sched_migrate_task sched:sched_process_exec sched:sched_process_exit " \
@@ -225,9 +232,13 @@ for w in "${ORDER[@]}"; do
                        (d <= 1 && d >= -1) ? "ok" : "OUTSIDE 1%", idl }
               for (c = 0; c <= maxc; c++) if (c in cpus) {
                 d = (pt[c] > 0) ? (wt[c] - pt[c]) * 100.0 / pt[c] : 0
+                # Within 1 %, or within the events warmcore could not class
+                # for want of a switch.
+                dn = wt[c] - pt[c]; if (dn < 0) dn = -dn
                 printf "%-10s %-26s %10d %10d %8s %s\n", w, "in CPU " c "'"'"'s idle task", pt[c], wt[c],
                        (pt[c] > 0) ? sprintf("%+7.2f%%", d) : "-",
-                       (pt[c] == 0 && wt[c] > 0) ? "perf got none" : (d <= 1 && d >= -1) ? "ok" : "OUTSIDE 1%" } }' "$OUT/perf.win" "$OUT/wc.txt"
+                       (pt[c] == 0 && wt[c] > 0) ? "perf got none" : (d <= 1 && d >= -1) ? "ok" : \
+                       (dn <= unsure[c]) ? sprintf("ok (%d events after an unrecorded switch)", unsure[c]) : "OUTSIDE 1%" } }' "$OUT/perf.win" "$OUT/wc.txt"
     [ "${plost%% *}" = 0 ] || echo "$w: perf lost events in every attempt (last: ${plost#* }): its counts above are short by as many"
 done
 fi
