@@ -151,25 +151,7 @@ impl EventQueue {
     /// put `e` (not earlier than what was at `p`) in and sift it up: the
     /// element that fills a hole usually belongs near the bottom.
     fn fill_hole(&mut self, mut p: usize, e: Entry) {
-        let n = self.heap.len();
-        loop {
-            let first = p * ARITY + 1;
-            if first >= n {
-                break;
-            }
-            let mut best = first;
-            if first + ARITY <= n {
-                // A full set of children: a tournament of two pairs.
-                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
-                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
-                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
-            } else {
-                for c in first + 1..n {
-                    if self.heap[c].before(&self.heap[best]) {
-                        best = c;
-                    }
-                }
-            }
+        while let Some(best) = self.earliest_child(p) {
             let be = self.heap[best];
             self.place(p, be);
             p = best;
@@ -181,24 +163,7 @@ impl EventQueue {
     /// Put `e` (not earlier than what was at `p`) at `p` and sift it down,
     /// stopping where it belongs.
     fn sift_down(&mut self, mut p: usize, e: Entry) {
-        let n = self.heap.len();
-        loop {
-            let first = p * ARITY + 1;
-            if first >= n {
-                break;
-            }
-            let mut best = first;
-            if first + ARITY <= n {
-                let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
-                let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
-                best = if self.heap[b].before(&self.heap[a]) { b } else { a };
-            } else {
-                for c in first + 1..n {
-                    if self.heap[c].before(&self.heap[best]) {
-                        best = c;
-                    }
-                }
-            }
+        while let Some(best) = self.earliest_child(p) {
             if !self.heap[best].before(&e) {
                 break;
             }
@@ -207,6 +172,29 @@ impl EventQueue {
             p = best;
         }
         self.place(p, e);
+    }
+
+    /// The earliest of `p`'s children, if it has any.
+    #[inline]
+    fn earliest_child(&self, p: usize) -> Option<usize> {
+        let n = self.heap.len();
+        let first = p * ARITY + 1;
+        if first >= n {
+            return None;
+        }
+        if first + ARITY <= n {
+            // A full set of children: a tournament of two pairs.
+            let a = if self.heap[first + 1].before(&self.heap[first]) { first + 1 } else { first };
+            let b = if self.heap[first + 3].before(&self.heap[first + 2]) { first + 3 } else { first + 2 };
+            return Some(if self.heap[b].before(&self.heap[a]) { b } else { a });
+        }
+        let mut best = first;
+        for c in first + 1..n {
+            if self.heap[c].before(&self.heap[best]) {
+                best = c;
+            }
+        }
+        Some(best)
     }
 
     #[inline]
