@@ -19,7 +19,7 @@ pub struct RecordArgs {
     /// Only this process and the processes it creates.
     #[arg(long, conflicts_with = "cgroup")]
     pid: Option<u32>,
-    /// Only tasks in this cgroup (v2; a path, absolute or under /sys/fs/cgroup).
+    /// Only tasks in this cgroup or below it (v2; a path, absolute or under /sys/fs/cgroup).
     #[arg(long)]
     cgroup: Option<PathBuf>,
     /// Stop after this many seconds.

@@ -185,10 +185,10 @@ fn is_cgroup2(p: &Path) -> bool {
     }
 }
 
-/// The id of a cgroup v2 given by path: absolute, or relative to the v2
-/// hierarchy's root (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid
-/// systems).
-fn cgroup_id(p: &Path) -> Result<u64> {
+/// The id and the level (0 for the hierarchy's root) of a cgroup v2 given by
+/// path: absolute, or relative to the v2 hierarchy's root (/sys/fs/cgroup,
+/// or /sys/fs/cgroup/unified on hybrid systems).
+fn cgroup_id(p: &Path) -> Result<(u64, u32)> {
     let path = if p.is_absolute() {
         p.to_path_buf()
     } else {
@@ -203,8 +203,11 @@ fn cgroup_id(p: &Path) -> Result<u64> {
     if !md.is_dir() || !is_cgroup2(&path) {
         bail!("no cgroup {}: not a cgroup v2 directory", path.display());
     }
+    // Its level: how many of its ancestors are still in the hierarchy.
+    let real = std::fs::canonicalize(&path).map_err(|e| anyhow!("no cgroup {}: {e}", path.display()))?;
+    let level = real.ancestors().skip(1).take_while(|a| is_cgroup2(a)).count() as u32;
     // On cgroup v2 a cgroup's id is its directory's inode number.
-    Ok(md.ino())
+    Ok((md.ino(), level))
 }
 
 struct Signals {
@@ -424,9 +427,10 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         }
         if opts.pid.is_some() {
             ro.filter = intf::wc_filter_WC_FILTER_PID;
-        } else if let Some(id) = cgid {
+        } else if let Some((id, level)) = cgid {
             ro.filter = intf::wc_filter_WC_FILTER_CGROUP;
             ro.filter_cgid = id;
+            ro.filter_cglevel = level;
         }
         match &freq {
             Source::Counters(c) => {

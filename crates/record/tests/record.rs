@@ -357,7 +357,7 @@ fn pid_filter_keeps_the_process_and_its_children() {
 }
 
 #[test]
-fn cgroup_filter_keeps_the_cgroup_only() {
+fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
     need_bpf!();
     let is_v2 = |p: &Path| {
         let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
@@ -373,15 +373,17 @@ fn cgroup_filter_keeps_the_cgroup_only() {
     };
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cg = root.join(format!("warmcore-test-{}", std::process::id()));
-    if std::fs::create_dir(&cg).is_err() {
-        eprintln!("SKIPPED: cannot create a cgroup under {}", root.display());
+    let sub = cg.join("sub");
+    if std::fs::create_dir(&cg).is_err() || std::fs::create_dir(&sub).is_err() {
+        let _ = std::fs::remove_dir(&cg);
+        eprintln!("SKIPPED: cannot create cgroups under {}", root.display());
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let pp = dir.path().join("pp");
-    // The shell joins the cgroup before it becomes the workload.
+    // The shell joins the nested cgroup before it becomes the workload.
     let mut load = std::process::Command::new("/bin/sh")
-        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 400000 > {}", cg.display(), pp.display())])
+        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 400000 > {}", sub.display(), pp.display())])
         .spawn()
         .unwrap();
     while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {
@@ -389,24 +391,31 @@ fn cgroup_filter_keeps_the_cgroup_only() {
     }
     let k = keys(&pp);
     let pair: [u32; 2] = [k["ping"].parse().unwrap(), k["pong"].parse().unwrap()];
-    let out = dir.path().join("c.wct");
-    let mut o = Options::new(&out);
-    o.cgroup = Some(cg.clone());
-    o.duration = Some(Duration::from_millis(400));
-    let r = record(&o, &mut |l| eprintln!("{l}"));
+    // The workload's own cgroup, then its parent: both hold it, nothing else.
+    let mut results = Vec::new();
+    for (name, group) in [("sub", &sub), ("parent", &cg)] {
+        let out = dir.path().join(format!("{name}.wct"));
+        let mut o = Options::new(&out);
+        o.cgroup = Some(group.clone());
+        o.duration = Some(Duration::from_millis(400));
+        results.push((name, out.clone(), record(&o, &mut |l| eprintln!("{l}"))));
+    }
     load.kill().ok();
     load.wait().ok();
     // SAFETY: ends the workload's child, which this test started.
     unsafe { libc::kill(pair[1] as i32, libc::SIGKILL) };
     std::thread::sleep(Duration::from_millis(50));
+    let _ = std::fs::remove_dir(&sub);
     let _ = std::fs::remove_dir(&cg);
-    r.unwrap();
-    let t = Trace::open(&out).unwrap();
-    let mut n = 0;
-    for e in t.events(None, Window::ALL) {
-        let e = e.unwrap().ev;
-        assert!(about(&e, &pair), "event outside the cgroup: {e:?}");
-        n += 1;
+    for (name, out, r) in results {
+        r.unwrap();
+        let t = Trace::open(&out).unwrap();
+        let mut n = 0;
+        for e in t.events(None, Window::ALL) {
+            let e = e.unwrap().ev;
+            assert!(about(&e, &pair), "{name}: event outside the cgroup: {e:?}");
+            n += 1;
+        }
+        assert!(n > 100, "{name}: {n} events");
     }
-    assert!(n > 100, "{n} events");
 }

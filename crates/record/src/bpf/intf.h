@@ -55,7 +55,8 @@ enum wc_filter {
 	WC_FILTER_NONE = 0,
 	/* Only tasks whose tgid is in the `tracked` map (--pid and descendants). */
 	WC_FILTER_PID = 1,
-	/* Only tasks in one cgroup v2 (--cgroup), matched by its id. */
+	/* Only tasks in one cgroup v2 (--cgroup) or below it, matched by the
+	 * id of the task's cgroup's ancestor at that cgroup's level. */
 	WC_FILTER_CGROUP = 2,
 };
 

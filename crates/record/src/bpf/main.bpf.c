@@ -29,6 +29,7 @@ const volatile unsigned int flight = 0;
 const volatile unsigned long long flight_slots = 1;
 const volatile unsigned int filter = WC_FILTER_NONE;
 const volatile unsigned long long filter_cgid = 0;
+const volatile unsigned int filter_cglevel = 0;
 const volatile unsigned int filter_cpus = 0;
 const volatile unsigned char cpu_allowed[WC_MAX_CPUS];
 const volatile unsigned int freq_src = WC_FREQ_NONE;
@@ -131,7 +132,13 @@ static __always_inline bool task_ok(struct task_struct *p)
 		u32 tgid = BPF_CORE_READ(p, tgid);
 		return tgid && bpf_map_lookup_elem(&tracked, &tgid);
 	}
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id) == filter_cgid;
+	/* The cgroup or a descendant: its ancestor at the filter's level. */
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	if (!cg || BPF_CORE_READ(cg, level) < (int)filter_cglevel)
+		return false;
+	struct cgroup *anc = NULL;
+	bpf_probe_read_kernel(&anc, sizeof(anc), &cg->ancestors[filter_cglevel]);
+	return anc && BPF_CORE_READ(anc, kn, id) == filter_cgid;
 }
 
 static __always_inline u64 pack(u32 a, u32 b)
