@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Pictures of a view: a raster when zoomed out (every segment and event
 counted into the pixels it touches, nothing sampled away, shaded by
-Datashader), exact
-segments with hover details when zoomed in (shared/seeds/004, section 3.2:
-the two display modes). Shared by `warmcore plot` and `warmcore view`."""
+Datashader), exact segments with hover details when zoomed in
+(shared/seeds/004, section 3.2: the two display modes). Shared by
+`warmcore plot` and `warmcore view`."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ def raster(layer: Layer, x0: float, x1: float, width: int, nr_cpus: int, rows: i
 # Datashader's Canvas.line(axis=1) and Canvas.points count them (same scale
 # and translation, same clipping, both end pixels of a segment counted; the
 # tests compare the two), and Datashader shades the counts.
+
+# Values counted per pass: a slice's temporaries stay in the CPU's caches,
+# where a whole trace's events at once would cost more in fresh arrays than
+# in arithmetic.
+_SLICE = 1 << 18
+
 
 def _scale(lo: float, hi: float, n: int):
     """Datashader's linear map from data to pixels: pixel = int(v * s + t)."""
@@ -138,8 +144,6 @@ def count_points(x, y, codes, ncat: int, x0: float, x1: float, width: int,
     x, y = np.asarray(x), np.asarray(y)
     codes = None if codes is None else np.asarray(codes)
     counts = np.zeros(height * width * ncat, dtype=np.int64)
-    # In slices that stay in the CPU's caches: a whole trace's events at once
-    # would cost more in fresh temporary arrays than in arithmetic.
     for i in range(0, len(x), _SLICE):
         xs, ys = x[i:i + _SLICE], y[i:i + _SLICE]
         cs = None if codes is None else codes[i:i + _SLICE]
@@ -161,9 +165,6 @@ def count_points(x, y, codes, ncat: int, x0: float, x1: float, width: int,
             flat += cs
         counts += np.bincount(flat, minlength=len(counts))
     return counts.reshape(height, width, ncat).astype(np.uint32)
-
-
-_SLICE = 1 << 18
 
 
 def _as_agg(counts: np.ndarray, categories, x0, x1, y0, y1):

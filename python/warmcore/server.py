@@ -67,7 +67,6 @@ class Model:
         # run-queue panel and the load lines fill in when they are ready.
         self.rq_source = ("events" if self.has["RQ_SIZE"] else None if not self.data.runqueue_derived
                           else "derived" if self.data.n <= RQ_DERIVE_MAX_EVENTS else "background")
-        self.rq_derived = self.rq_source in ("derived", "background")
         self.has["RQ_SIZE"] = self.rq_source is not None
         self._rq_thread: Optional[threading.Thread] = None
         self.rq_error: Optional[str] = None
@@ -94,8 +93,13 @@ class Model:
                     eid = self.data.trace.event_id(tn)
                     if eid is not None and eid < len(rowmap):
                         rowmap[eid] = i
-                self._events_xy = (c["ts"].astype(np.float64), rowmap[c["id"]])
+                self._events_xy = (c["ts"], rowmap[c["id"]])
             return self._events_xy
+
+    @property
+    def rq_derived(self) -> bool:
+        """Run-queue sizes come from the switches, not from RQ_SIZE events."""
+        return self.rq_source in ("derived", "background")
 
     @property
     def rq_ready(self) -> bool:

@@ -50,7 +50,7 @@ impl Entry {
     }
     #[inline]
     pub fn key(&self) -> Key {
-        Key { kind: (self.slot % KINDS) as u8, index: self.slot / KINDS }
+        Key { kind: self.kind(), index: self.index() }
     }
     #[inline]
     pub fn kind(&self) -> u8 {
