@@ -5,36 +5,52 @@
 # (kernel default slocal smove nest nest-nowarm, kernel default ...;
 # nest-nowarm is nest without its warmer threads). Each figure is the
 # median of the per-rotation ratios to the kernel's scheduler (above 1: faster
-# than the kernel's), with the lowest and highest ratio. Run by `make bench`.
+# than the kernel's), with the lowest and highest ratio.
+#
+# The timed runs go without --profile (a diagnostic that reads the clock
+# twice per operation); select_cpu's cost comes from one profiled pass per
+# policy after the rotations. Each rotation also times the kernel's scheduler
+# with both pipe ends held on one CPU: under emulation an address-space
+# switch on one vCPU costs several times what it costs on hardware, and the
+# pipe column says for each scheduler how often its two ends shared a CPU.
+# Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/warmcore}
 ROT=${WC_BENCH_ROTATIONS:-5}
 CPUS=${WC_BENCH_CPUS:-4}
+MSGS=${WC_BENCH_PIPE_MSGS:-20000}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 read -r -d '' GUEST <<GUEST_EOF || true
-one() {
-  s=\$1; r=\$2; pol=\$s; extra=
-  [ \$s = nest-nowarm ] && pol=nest && extra=--nest-no-warm
-  if [ \$s != kernel ]; then
-    warmcore sched --policy \$pol \$extra --profile --stats 1000 > /tmp/s.json 2> /tmp/s.err &
-    S=\$!
-    i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
-  fi
-  warmcore vm workload pipe --msgs 4000 | sed "s/^/B \$r \$s /"
-  warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$r \$s /"
-  warmcore vm workload forkexec --n 100 | sed "s/^/B \$r \$s /"
-  if [ \$s != kernel ]; then
-    kill -INT \$S; wait \$S || echo "EJECTED \$r \$s"
-    tail -1 /tmp/s.json | sed "s/^/P \$r \$s /"
-  fi
+attach() {
+  pol=\$1; shift
+  [ \$pol = nest-nowarm ] && set -- --nest-no-warm "\$@" && pol=nest
+  warmcore sched --policy \$pol "\$@" --stats 1000 > /tmp/s.json 2> /tmp/s.err &
+  S=\$!
+  i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+}
+detach() {
+  kill -INT \$S; wait \$S || { echo "EJECTED \$1 \$2"; cat /tmp/s.err; }
+}
+workloads() {
+  warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$1 \$2 /"
+  warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$1 \$2 /"
+  warmcore vm workload forkexec --n 100 | sed "s/^/B \$1 \$2 /"
 }
 r=1
 while [ \$r -le $ROT ]; do
-  for s in kernel default slocal smove nest nest-nowarm; do one \$s \$r; done
+  workloads \$r kernel
+  taskset -c 1 warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$r kernel-1cpu /"
+  for s in default slocal smove nest nest-nowarm; do
+    attach \$s; workloads \$r \$s; detach \$r \$s
+  done
   r=\$((r+1))
+done
+for s in default slocal smove nest nest-nowarm; do
+  attach \$s --profile; workloads 0 \$s > /dev/null; detach 0 \$s
+  tail -1 /tmp/s.json | sed "s/^/P 0 \$s /"
 done
 echo DONE
 GUEST_EOF
@@ -45,27 +61,30 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 from collections import defaultdict
 res = defaultdict(dict)      # (rotation, sched) -> metric -> value
-prof = defaultdict(list)     # sched -> select_cpu mean ns per rotation
+same = defaultdict(list)     # sched -> share of pipe round trips on one CPU
+prof = {}                    # sched -> select_cpu mean ns (profiled pass)
 ejected = []
 for l in open(sys.argv[1]).read().splitlines():
     parts = l.split(" ", 3)
     if parts[0] == "B" and len(parts) == 4:
         j = json.loads(parts[3]); k = (int(parts[1]), parts[2])
-        if j["workload"] == "pipe": res[k]["pipe"] = j["msgs_per_s"]
+        if j["workload"] == "pipe":
+            res[k]["pipe"] = j["msgs_per_s"]; same[parts[2]].append(j["same_cpu"])
         if j["workload"] == "hackbench": res[k]["hackbench"] = 1.0 / j["secs"]
         if j["workload"] == "forkexec": res[k]["forkexec"] = j["procs_per_s"]
     elif parts[0] == "P" and len(parts) == 4:
         j = json.loads(parts[3])
-        if j.get("profile"): prof[parts[2]].append(j["profile"]["select_cpu"]["mean_ns"])
+        if j.get("profile"): prof[parts[2]] = j["profile"]["select_cpu"]["mean_ns"]
     elif parts[0] == "EJECTED":
         ejected.append(l)
 if not res:
     print("bench-sched: no results from the VM"); sys.exit(1)
 rots = sorted({r for r, _ in res})
 kern = {r: res[(r, "kernel")] for r in rots if (r, "kernel") in res}
-print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster)")
-print(f"{'policy':11} {'pipe msgs/s':>22} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
-for s in ["kernel", "default", "slocal", "smove", "nest", "nest-nowarm"]:
+print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster);")
+print("pipe: [min-max] and the median share of round trips with both ends on one CPU")
+print(f"{'policy':11} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
+for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-nowarm"]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
         if s == "kernel":
@@ -74,9 +93,10 @@ for s in ["kernel", "default", "slocal", "smove", "nest", "nest-nowarm"]:
             continue
         rat = [res[(r, s)][m] / kern[r][m] for r in rots if r in kern and m in res.get((r, s), {})]
         cells.append(f"{statistics.median(rat):.2f}x [{min(rat):.2f}-{max(rat):.2f}]" if rat else "-")
-    p = prof.get(s)
-    cells.append(f"{statistics.median(p):.0f}" if p else "-")
-    print(f"{s:11} " + " ".join(f"{c:>22}" for c in cells[:3]) + f" {cells[3]:>14}")
+    if same.get(s):
+        cells[0] += f" {100 * statistics.median(same[s]):3.0f}%"
+    cells.append(f"{prof[s]:.0f}" if s in prof else "-")
+    print(f"{s:11} {cells[0]:>30} " + " ".join(f"{c:>22}" for c in cells[1:3]) + f" {cells[3]:>14}")
 if ejected:
     print("ejections:", ejected)
 PY

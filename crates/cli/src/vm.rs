@@ -464,34 +464,38 @@ fn shared(n: usize) -> &'static mut [u64] {
     unsafe { std::slice::from_raw_parts_mut(p as *mut u64, n) }
 }
 
-fn pipe_pingpong(msgs: u64, deadline: Option<u64>) -> Result<(u64, f64)> {
+/// @msgs round trips of 4 bytes between two processes; returns the round
+/// trips made, the seconds taken and how many of them had both ends on one
+/// CPU (the child replies with the CPU it runs on).
+fn pipe_pingpong(msgs: u64, deadline: Option<u64>) -> Result<(u64, f64, u64)> {
     let (a_r, a_w) = pipe()?;
     let (b_r, b_w) = pipe()?;
     let t0 = mono_ns();
     let child = fork_run(|| {
-        let mut b = [0u8; 1];
+        let mut b = [0u8; 4];
         while rd(a_r, &mut b) {
-            if b[0] == 0 || !wr(b_w, &b) {
+            let cpu = unsafe { libc::sched_getcpu() } as u32;
+            if b == [0; 4] || !wr(b_w, &cpu.to_le_bytes()) {
                 break;
             }
         }
         0
     })?;
-    let mut n = 0;
-    let mut b = [1u8; 1];
+    let (mut n, mut same) = (0, 0);
+    let mut b = [0u8; 4];
     while n < msgs && deadline.is_none_or(|d| mono_ns() < d) {
-        b[0] = 1;
-        if !wr(a_w, &b) || !rd(b_r, &mut b) {
+        if !wr(a_w, &[1, 0, 0, 0]) || !rd(b_r, &mut b) {
             bail!("pipe ping-pong broke after {n} round trips");
         }
+        same += (u32::from_le_bytes(b) == unsafe { libc::sched_getcpu() } as u32) as u64;
         n += 1;
     }
-    wr(a_w, &[0u8]);
+    wr(a_w, &[0; 4]);
     wait_pid(child)?;
     for fd in [a_r, a_w, b_r, b_w] {
         unsafe { libc::close(fd) };
     }
-    Ok((n, (mono_ns() - t0) as f64 / 1e9))
+    Ok((n, (mono_ns() - t0) as f64 / 1e9, same))
 }
 
 fn hackbench(groups: u32, loops: u32) -> Result<f64> {
@@ -622,8 +626,9 @@ fn workload(w: &Workload) -> Result<i32> {
             serde_json::json!({"workload": "mixed", "processes": n, "failed": failed, "secs": secs})
         }
         WorkloadKind::Pipe { msgs } => {
-            let (n, s) = pipe_pingpong(msgs, None)?;
-            serde_json::json!({"workload": "pipe", "msgs": n, "secs": s, "msgs_per_s": n as f64 / s})
+            let (n, s, same) = pipe_pingpong(msgs, None)?;
+            serde_json::json!({"workload": "pipe", "msgs": n, "secs": s, "msgs_per_s": n as f64 / s,
+                "same_cpu": same as f64 / n.max(1) as f64})
         }
         WorkloadKind::Hackbench { groups, loops } => {
             let s = hackbench(groups, loops)?;

@@ -110,3 +110,27 @@ fn bad_options_give_one_line_naming_the_help_to_read() {
     let o = warmcore(&["sim", "--help"]);
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Usage: warmcore sim"));
 }
+
+/// The pipe workload counts the round trips whose two ends shared a CPU: all
+/// of them when both processes may run on one CPU only.
+#[test]
+fn pipe_workload_counts_round_trips_on_one_cpu() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_warmcore"));
+    cmd.args(["vm", "workload", "pipe", "--msgs", "300"]);
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().expect("warmcore runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(j["msgs"], 300);
+    assert_eq!(j["same_cpu"], 1.0);
+}

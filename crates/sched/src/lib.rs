@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bpf_skel::*;
-use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags, MapHandle};
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read};
 
 /// Where the frequency map is pinned while a scheduler with --freq-source=map runs.
@@ -195,6 +195,15 @@ pub fn freq_set(cpu: u32, khz: u32) -> Result<()> {
     Ok(())
 }
 
+/// libbpf's warnings, less those about the struct_ops members this kernel
+/// lacks (scx_utils describes the newest sched_ext; members left at zero are
+/// skipped, which is harmless and would otherwise greet every start).
+fn libbpf_warning(_: libbpf_rs::PrintLevel, msg: String) {
+    if !msg.contains("not found in kernel, skipping it as it's set to zero") {
+        eprint!("{msg}");
+    }
+}
+
 /// The warmer threads of Nest section 3.2: one pinned, lowest-priority,
 /// always-runnable thread per CPU, which the BPF side runs only on an idle
 /// primary core and preempts as soon as another task wants the core.
@@ -306,6 +315,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     let warm = opts.policy == Policy::Nest && !opts.nest_no_warm;
     let warmers = if warm { Some(Warmers::spawn(&(0..nr_cpus).collect::<Vec<_>>())?) } else { None };
 
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_warning)));
     let mut open_object = MaybeUninit::uninit();
     let builder = BpfSkelBuilder::default();
     let mut skel = scx_ops_open!(builder, &mut open_object, warmcore_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
@@ -316,6 +326,11 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         ops.flags = *compat::SCX_OPS_ENQ_EXITING
             | *compat::SCX_OPS_ENQ_LAST
             | *compat::SCX_OPS_KEEP_BUILTIN_IDLE;
+        // Only Nest acts on idle transitions; other policies skip the call
+        // the kernel would make at each one.
+        if opts.policy != Policy::Nest {
+            ops.update_idle = std::ptr::null_mut();
+        }
         let ro = skel.maps.rodata_data.as_mut().unwrap();
         ro.nr_cpus = nr_cpus as u32;
         ro.policy = opts.policy.id();
@@ -353,6 +368,9 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         ro.nest_warm = warm;
         ro.nest_fork_hint = !opts.nest_no_fork_hint;
     }
+    if opts.policy != Policy::Nest {
+        skel.progs.wc_update_idle.set_autoload(false);
+    }
     let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
     if let Some(w) = &warmers {
         for (tid, cpu) in &w.tids {
@@ -371,6 +389,11 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
             .freq_map
             .pin(FREQ_PIN)
             .with_context(|| format!("pinning the frequency map at {FREQ_PIN} (is bpffs mounted on /sys/fs/bpf?)"))?;
+    }
+    // scx_ops_attach! attaches the struct_ops map by itself; left to the
+    // skeleton's attach as well, libbpf would warn that it holds no link.
+    unsafe {
+        libbpf_rs::libbpf_sys::bpf_map__set_autoattach(skel.maps.warmcore_ops.as_libbpf_object().as_ptr(), false);
     }
     let link = scx_ops_attach!(skel, warmcore_ops).context("attaching the scheduler")?;
     if let Some(w) = &warmers {

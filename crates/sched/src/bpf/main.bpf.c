@@ -63,6 +63,7 @@ u64 vtime_now;
 #define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
 
 struct cpu_ctx {
+	u64 run_start;		/* the running task's CPU time when it started here */
 	u64 last_used;		/* nest: last time a task ran here */
 	u64 warm_start;		/* nest: when the warmer started */
 	u64 warm_ticks;		/* nest: ticks the warmer ran in this idle period */
@@ -95,7 +96,6 @@ struct task_ctx {
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
 	s32 warmer_cpu;
-	u64 started;
 };
 
 struct {
@@ -164,11 +164,59 @@ struct {
 private(NEST) struct bpf_cpumask __kptr *primary_mask;
 private(NEST) struct bpf_cpumask __kptr *reserve_mask;
 
+/*
+ * CPUs whose queue may hold waiting tasks: a CPU with nothing to run scans
+ * the other queues only when one is set, so that going idle costs the same on
+ * 4 CPUs as on 1024. A bit is set after each insert and cleared only by a
+ * scan that finds the queue empty and checks again afterwards, so a queue
+ * with work never goes unseen; a stale bit costs one scan.
+ */
+private(WAIT) struct bpf_cpumask __kptr *waiting_mask;
+
 static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
 {
 	u32 key = cpu;
 
 	return bpf_map_lookup_elem(&cpu_ctxs, &key);
+}
+
+static __always_inline void waiting_set(s32 cpu)
+{
+	struct bpf_cpumask *m;
+
+	bpf_rcu_read_lock();
+	m = waiting_mask;
+	if (m)
+		bpf_cpumask_set_cpu(cpu, m);
+	bpf_rcu_read_unlock();
+}
+
+/* @cpu's queue was found empty: clear its bit unless work came meanwhile. */
+static __always_inline void waiting_clear(s32 cpu)
+{
+	struct bpf_cpumask *m;
+
+	bpf_rcu_read_lock();
+	m = waiting_mask;
+	if (m && bpf_cpumask_test_cpu(cpu, (const struct cpumask *)m)) {
+		bpf_cpumask_clear_cpu(cpu, m);
+		if (scx_bpf_dsq_nr_queued(cpu) > 0)
+			bpf_cpumask_set_cpu(cpu, m);
+	}
+	bpf_rcu_read_unlock();
+}
+
+static __always_inline bool work_waiting(void)
+{
+	struct bpf_cpumask *m;
+	bool r = true;
+
+	bpf_rcu_read_lock();
+	m = waiting_mask;
+	if (m)
+		r = !bpf_cpumask_empty((const struct cpumask *)m);
+	bpf_rcu_read_unlock();
+	return r;
 }
 
 static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
@@ -756,11 +804,13 @@ fallback:
 s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	u64 t0 = prof_start();
-	struct task_ctx *tctx = task_ctx(p);
+	struct task_ctx *tctx = NULL;
 	bool direct = false, idle = false;
 	s32 cpu, waker;
 
 	stat_add(WC_ST_SELECT, 1);
+	if (policy == WC_POLICY_NEST && nest_warm)
+		tctx = task_ctx(p);
 	if (tctx && tctx->is_warmer) {
 		cpu = tctx->warmer_cpu;
 		goto out;
@@ -801,11 +851,14 @@ out:
 void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	u64 t0 = prof_start();
-	struct task_ctx *tctx = task_ctx(p);
+	struct task_ctx *tctx = NULL;
 	s32 cpu = scx_bpf_task_cpu(p), here = bpf_get_smp_processor_id();
 	u64 vtime = p->scx.dsq_vtime, slice;
 	s32 nq;
 
+	/* Only warmers (nest) and pending moves (smove) need the task's context. */
+	if ((policy == WC_POLICY_NEST && nest_warm) || policy == WC_POLICY_SMOVE)
+		tctx = task_ctx(p);
 	if (tctx && tctx->is_warmer) {
 		scx_bpf_dsq_insert(p, WC_WARM_DSQ_BASE + tctx->warmer_cpu, SCX_SLICE_INF, 0);
 		goto out;
@@ -827,6 +880,7 @@ void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 	if (slice < slice_min_ns)
 		slice = slice_min_ns;
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	waiting_set(cpu);
 	stat_add(WC_ST_QUEUED, 1);
 
 	/* Work conservation: an idle target runs it, else an idle CPU pulls it
@@ -863,8 +917,12 @@ static bool primary_has(s32 cpu)
 
 static bool pull_from(s32 src)
 {
-	if (!cpu_ok(src) || scx_bpf_dsq_nr_queued(src) <= 0)
+	if (!cpu_ok(src))
 		return false;
+	if (scx_bpf_dsq_nr_queued(src) <= 0) {
+		waiting_clear(src);
+		return false;
+	}
 	if (scx_bpf_dsq_move_to_local(src, 0)) {
 		stat_add(WC_ST_PULLED, 1);
 		return true;
@@ -891,8 +949,11 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (scx_bpf_dsq_move_to_local(cpu, 0))
 		goto out;
+	waiting_clear(cpu);
 
 	/* Pull: the hinted queue, then this die, then the others. */
+	if (!work_waiting())
+		goto warm;
 	if (c) {
 		hint = c->pull_hint;
 		c->pull_hint = -1;
@@ -910,6 +971,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 			goto out;
 	}
 
+warm:
 	/* Section 3.2 of shared/seeds/001: a primary core left idle by a task
 	 * that blocked is kept warm for up to S_max ticks. */
 	if (policy == WC_POLICY_NEST && nest_warm && c && c->warmer_pid) {
@@ -929,24 +991,34 @@ out:
 
 void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 {
-	u64 t0 = prof_start(), now = now_ns();
+	u64 t0 = prof_start(), now;
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_ctx *c = cpu_ctx(cpu);
+	struct task_ctx *tctx;
 
 	if (time_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
-	if (tctx) {
-		tctx->started = now;
-		if (tctx->smove_pending) {
-			/* The stale-flag cancel: the timer callback will find it stale. */
-			tctx->smove_pending = 0;
-			stat_add(WC_ST_TIMER_CANCELLED, 1);
-		}
-		if (!tctx->is_warmer && tctx->hist[0] != cpu) {
+	/* The run is charged in stopping, on this same CPU: keeping its start
+	 * here spares the hot path a task-storage lookup and a clock read. */
+	if (c)
+		c->run_start = p->se.sum_exec_runtime;
+	if (policy != WC_POLICY_SMOVE && policy != WC_POLICY_NEST)
+		goto out;
+
+	tctx = task_ctx(p);
+	if (tctx && tctx->smove_pending) {
+		/* The stale-flag cancel: the timer callback will find it stale. */
+		tctx->smove_pending = 0;
+		stat_add(WC_ST_TIMER_CANCELLED, 1);
+	}
+	if (policy != WC_POLICY_NEST)
+		goto out;
+	now = now_ns();
+	if (tctx && !tctx->is_warmer) {
+		if (tctx->hist[0] != cpu) {
 			tctx->hist[1] = tctx->hist[0];
 			tctx->hist[0] = cpu;
-		} else if (!tctx->is_warmer) {
+		} else {
 			tctx->hist[1] = cpu;
 		}
 	}
@@ -962,18 +1034,23 @@ void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 			c->exited_here = 0;
 		}
 	}
+out:
 	prof_end(WC_PROF_RUNNING, t0);
 }
 
 void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 {
-	u64 t0 = prof_start(), now = now_ns(), used;
+	u64 t0 = prof_start(), now, used;
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = task_ctx(p);
 	struct cpu_ctx *c = cpu_ctx(cpu);
+	struct task_ctx *tctx;
 
-	if (tctx && tctx->is_warmer) {
-		if (c) {
+	if (!c)
+		goto out;
+	if (policy == WC_POLICY_NEST) {
+		tctx = task_ctx(p);
+		now = now_ns();
+		if (tctx && tctx->is_warmer) {
 			c->warming = 0;
 			c->warm_last_run = now;
 			/* A spin keeps the core in use (section 3.2: it is kept warm
@@ -989,21 +1066,17 @@ void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 			if (c->warm_start && now > c->warm_start)
 				stat_add(WC_ST_WARM_NS, now - c->warm_start);
 			c->warm_start = 0;
+			goto out;
 		}
-		goto out;
-	}
-	if (tctx && tctx->started && now > tctx->started) {
-		used = now - tctx->started;
-		/* Virtual time advances inversely to the task's weight. */
-		p->scx.dsq_vtime += used * 100 / (p->scx.weight ? p->scx.weight : 100);
-	}
-	if (c) {
 		c->last_used = now;
 		if (!runnable) {
 			c->warm_allowed = 1;
 			c->exited_here = !!(p->flags & PF_EXITING);
 		}
 	}
+	/* Virtual time advances by the CPU time used, inversely to the weight. */
+	used = p->se.sum_exec_runtime - c->run_start;
+	p->scx.dsq_vtime += used * 100 / (p->scx.weight ? p->scx.weight : 100);
 out:
 	prof_end(WC_PROF_STOPPING, t0);
 }
@@ -1012,7 +1085,7 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 {
 	u64 t0 = prof_start();
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = task_ctx(p);
+	struct task_ctx *tctx = policy == WC_POLICY_NEST && nest_warm ? task_ctx(p) : NULL;
 	struct cpu_ctx *c = cpu_ctx(cpu);
 	u32 key = cpu, khz;
 	s32 nq, i;
@@ -1036,11 +1109,13 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 			scx_bpf_task_set_slice(p, 0);
 			goto out;
 		}
-		bpf_for(i, 0, nr_cpus) {
-			if (scx_bpf_dsq_nr_queued(i) > 0) {
-				scx_bpf_task_set_slice(p, 0);
-				stat_add(WC_ST_WARM_PREEMPTED, 1);
-				break;
+		if (work_waiting()) {
+			bpf_for(i, 0, nr_cpus) {
+				if (scx_bpf_dsq_nr_queued(i) > 0) {
+					scx_bpf_task_set_slice(p, 0);
+					stat_add(WC_ST_WARM_PREEMPTED, 1);
+					break;
+				}
 			}
 		}
 		goto out;
@@ -1189,6 +1264,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 	if (!m)
 		return -ENOMEM;
 	m = bpf_kptr_xchg(&reserve_mask, m);
+	if (m)
+		bpf_cpumask_release(m);
+	m = bpf_cpumask_create();
+	if (!m)
+		return -ENOMEM;
+	m = bpf_kptr_xchg(&waiting_mask, m);
 	if (m)
 		bpf_cpumask_release(m);
 
