@@ -10,9 +10,13 @@
 # clock), the events of each kind that both record inside perf's time window
 # are counted and compared (target: within 1 %).
 #
+# Last, the direct cost, free of the machine's timing noise: for runs
+# recorded with --bpf-stats, the BPF programs' own run time (the kernel's
+# count) plus the recorder's CPU time, over the workload's CPU time.
+#
 # A benchmark, not a test: it prints numbers and checks, and exits 0 unless
 # it could not run. Needs root (BPF) and perf.  ROUNDS=N sets the rounds;
-# PART=overhead or PART=counts runs only that part.
+# PART=overhead, PART=counts or PART=cost runs only that part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -112,7 +116,7 @@ paired_stats() {
                      boot_unpaired(w), boot_unpaired(p) }'
 }
 
-if [ "$PART" != counts ]; then
+if [ "$PART" = all ] || [ "$PART" = overhead ]; then
 echo "bench-record: $(nproc) CPUs, kernel $(uname -r), $ROUNDS paired rounds (untraced, warmcore, perf; reversed every other"
 echo "round, so that warmcore always runs next to the untraced run); slowdowns are per round, traced time over the"
 echo "untraced time of the same round: their median, [95 % bootstrap interval] and quartiles q1..q3. 'unpaired' is"
@@ -152,7 +156,7 @@ printf '%s' "$unpaired"
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
-if [ "$PART" != overhead ]; then
+if [ "$PART" = all ] || [ "$PART" = counts ]; then
 echo
 echo "bench-record: event counts of one run traced by both (perf sched record -k mono, plus the wakeup/exec/exit"
 echo "tracepoints), inside the window where perf had all CPUs enabled; warmcore's ids: CTX_SWITCH WAKEUP WAKEUP_NEW MIGRATE FORK EXEC EXIT."
@@ -240,5 +244,30 @@ for w in "${ORDER[@]}"; do
                        (pt[c] == 0 && wt[c] > 0) ? "perf got none" : (d <= 1 && d >= -1) ? "ok" : \
                        (dn <= unsure[c]) ? sprintf("ok (%d events after an unrecorded switch)", unsure[c]) : "OUTSIDE 1%" } }' "$OUT/perf.win" "$OUT/wc.txt"
     [ "${plost%% *}" = 0 ] || echo "$w: perf lost events in every attempt (last: ${plost#* }): its counts above are short by as many"
+done
+fi
+
+if [ "$PART" = all ] || [ "$PART" = cost ]; then
+echo
+echo "bench-record: direct cost, median of 3 runs of warmcore record --bpf-stats per workload: the BPF programs' run"
+echo "time as the kernel counts it (its statistics add two clock reads to each run, so this errs high) plus the"
+echo "recorder's own CPU time, over the workload's CPU time (user + system of all its processes)."
+printf '%-10s %9s %10s %9s %10s %8s %11s %9s\n' workload wall 'cpu time' events 'bpf ms' 'ns/run' 'recorder ms' 'direct'
+for w in "${ORDER[@]}"; do
+    cmd="TIMEFORMAT='%R %U %S'; { time ( { ${WL[$w]}; } >/dev/null 2>&1 ); } 2>$OUT/t"
+    for r in 1 2 3; do
+        "$BIN" record --bpf-stats -o "$OUT/c.wct" -- bash -c "$cmd" 2>"$OUT/clog"
+        read -r wall user sys <"$OUT/t"
+        sed -n 's/.*: \([0-9]*\) events in .*/\1/p' "$OUT/clog" | tr '\n' ' '
+        sed -n 's/.*cost: BPF programs \([0-9.]*\) ms in [0-9]* runs (\([0-9]*\) ns each); recorder \([0-9.]*\) ms.*/\1 \2 \3/p' "$OUT/clog" |
+            tr '\n' ' '
+        echo "$wall $user $sys"
+    done | awk -v w="$w" 'NF != 7 { bad = 1; next } { n++; ev[n] = $1; b[n] = $2; ns[n] = $3; rc[n] = $4; wl[n] = $5; cpu[n] = $6 + $7
+                           d[n] = 100 * ($2 + $4) / (1000 * ($6 + $7)) }
+        function med(v,   i, j, t, k) { for (i = 1; i <= n; i++) s[i] = v[i]
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+            return s[int((n + 1) / 2)] }
+        END { if (n == 0 || bad) { printf "%-10s no cost line from warmcore record\n", w; exit }
+              printf "%-10s %8.3fs %9.3fs %9d %10.1f %8d %11.1f %8.2f%%\n", w, med(wl), med(cpu), med(ev), med(b), med(ns), med(rc), med(d) }'
 done
 fi

@@ -35,6 +35,10 @@ pub struct RecordArgs {
     /// oldest, counting them as lost) and write them at the end or on SIGUSR1.
     #[arg(long)]
     flight_recorder: bool,
+    /// Turn on the kernel's BPF run-time statistics while recording and
+    /// report the programs' own run time with the recorder's CPU time.
+    #[arg(long)]
+    bpf_stats: bool,
     /// The command to run and trace until it exits.
     #[arg(last = true)]
     command: Vec<String>,
@@ -54,6 +58,7 @@ pub fn run(a: RecordArgs) -> Result<()> {
     o.events = a.events;
     o.buffer_mb = a.buffer_mb;
     o.flight_recorder = a.flight_recorder;
+    o.bpf_stats = a.bpf_stats;
     o.command = a.command;
     let r = warmcore_record::record(&o, &mut |line| eprintln!("warmcore record: {line}"))?;
     let secs = r.elapsed.as_secs_f64().max(1e-9);
@@ -74,6 +79,19 @@ pub fn run(a: RecordArgs) -> Result<()> {
         eprintln!("warmcore record: {lost} events {what}: {}", per.join(" "));
     } else {
         eprintln!("warmcore record: no event lost");
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    match r.bpf_run {
+        Some((t, runs)) => eprintln!(
+            "warmcore record: cost: BPF programs {:.1} ms in {runs} runs ({:.0} ns each); recorder {:.1} ms of CPU",
+            ms(t),
+            t.as_nanos() as f64 / runs as f64,
+            ms(r.recorder_cpu)
+        ),
+        None => eprintln!(
+            "warmcore record: cost: recorder {:.1} ms of CPU (the BPF programs' own time: --bpf-stats)",
+            ms(r.recorder_cpu)
+        ),
     }
     if let Some(e) = &r.energy {
         for (pkg, j) in e {

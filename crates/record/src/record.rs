@@ -74,6 +74,9 @@ pub struct Options {
     /// Per-CPU buffer size in MiB.
     pub buffer_mb: f64,
     pub flight_recorder: bool,
+    /// Turn on the kernel's BPF run-time statistics while recording, so
+    /// that the report says what the programs cost.
+    pub bpf_stats: bool,
     pub command: Vec<String>,
     /// Set to stop the recording (SIGINT sets it too).
     pub stop: Arc<AtomicBool>,
@@ -92,6 +95,7 @@ impl Options {
             events: None,
             buffer_mb: DEFAULT_BUFFER_MB,
             flight_recorder: false,
+            bpf_stats: false,
             command: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             dump_now: Arc::new(AtomicBool::new(false)),
@@ -127,6 +131,32 @@ pub struct Report {
     pub snapshots: Vec<PathBuf>,
     /// Entries whose timestamp was raised to keep their CPU's order.
     pub clamped: u64,
+    /// The BPF programs' total run time and runs while attached, when the
+    /// kernel's BPF statistics were on (--bpf-stats or the sysctl).
+    pub bpf_run: Option<(Duration, u64)>,
+    /// CPU time the recorder itself used from the attach to the end.
+    pub recorder_cpu: Duration,
+}
+
+/// The loaded programs' run time and runs as the kernel counts them; None
+/// when its BPF statistics are off.
+fn prog_run_time(skel: &BpfSkel) -> Option<(Duration, u64)> {
+    use libbpf_rs::libbpf_sys as sys;
+    use libbpf_rs::AsRawLibbpf;
+    let (mut ns, mut runs) = (0u64, 0u64);
+    for p in skel.object().progs() {
+        let fd = unsafe { sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+        if fd < 0 {
+            continue; // not loaded (its events were not asked for)
+        }
+        let mut info: sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of_val(&info) as u32;
+        if unsafe { sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } == 0 {
+            ns += info.run_time_ns;
+            runs += info.run_cnt;
+        }
+    }
+    (runs > 0).then(|| (Duration::from_nanos(ns), runs))
 }
 
 /// The event mask of a list of names, naming the first unknown one.
@@ -547,7 +577,9 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             }
             None => None,
         };
+    let bpf_stats = if opts.bpf_stats { Some(sys::enable_bpf_stats()?) } else { None };
     skel.attach().map_err(|e| bpf_err("attaching", e))?;
+    let cpu_at_attach = sys::self_cpu_time();
     let loaded = Loaded { skel, slots, ncpu_possible };
     let start = Instant::now();
     let mut child: Option<Child> = None;
@@ -613,6 +645,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             }
         }
         // Stop the programs, then take what the buffers still hold.
+        let bpf_run = prog_run_time(&loaded.skel);
+        drop(bpf_stats);
         let mut loaded = loaded;
         if let Some(pb) = &perf {
             loaded.skel.links = Default::default();
@@ -683,6 +717,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             energy,
             snapshots,
             clamped,
+            bpf_run,
+            recorder_cpu: sys::self_cpu_time().saturating_sub(cpu_at_attach),
         })
     }
 }

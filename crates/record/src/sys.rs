@@ -55,6 +55,29 @@ pub fn check_privileges() -> Result<()> {
 }
 
 /// The kernel must describe its types (BTF) for the tp_btf programs.
+/// CPU time this process used so far (user and system, all threads).
+pub fn self_cpu_time() -> std::time::Duration {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Turns on the kernel's BPF run-time statistics for as long as the returned
+/// descriptor stays open (they cost every BPF program two clock reads, so
+/// they stay off unless asked for).
+pub fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
+    if fd < 0 {
+        bail!(
+            "--bpf-stats: the kernel did not turn on BPF run-time statistics ({}): it needs CAP_SYS_ADMIN and Linux 5.8 or later",
+            std::io::Error::from_raw_os_error(-fd)
+        );
+    }
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 pub fn check_btf() -> Result<()> {
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
         bail!("the kernel has no BTF (/sys/kernel/btf/vmlinux is missing): BPF tracing needs CONFIG_DEBUG_INFO_BTF=y");

@@ -419,3 +419,27 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
         assert!(n > 100, "{name}: {n} events");
     }
 }
+
+/// With --bpf-stats the report gives the programs' own run time: at least one
+/// run per recorded event, and none without the statistics.
+#[test]
+fn bpf_stats_report_the_programs_run_time() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::new(dir.path().join("s.wct"));
+    o.command = sh(format!("{TESTLOAD} forks 20 > /dev/null"));
+    o.bpf_stats = true;
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    let (t, runs) = r.bpf_run.expect("run time with --bpf-stats");
+    // An event is one program run (a switch that blocks writes two events).
+    assert!(runs * 2 >= r.events && r.events > 0, "{runs} runs for {} events", r.events);
+    assert!(t > Duration::ZERO && t < r.elapsed, "{t:?} of program time in {:?}", r.elapsed);
+
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
+    if sysctl.trim() == "0" {
+        o.bpf_stats = false;
+        let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+        assert_eq!(r.bpf_run, None, "statistics off, yet a run time");
+    }
+}

@@ -199,7 +199,7 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!preempt && prev_state != TASK_RUNNING_STATE) {
 		if (prev_state & (TASK_DEAD_STATE | EXIT_ZOMBIE_STATE | EXIT_DEAD_STATE))
 			ps = WC_PS_DEAD;
-		else if (BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait))
+		else if (BPF_CORE_READ_BITFIELD(prev, in_iowait))
 			ps = WC_PS_BLOCKED_IO;
 		else
 			ps = WC_PS_BLOCKED;
@@ -239,9 +239,10 @@ int BPF_PROG(wc_wakeup, struct task_struct *p)
 {
 	if (!task_ok(p))
 		return 0;
+	struct task_struct *woken = p;	/* the bitfield macro has a local p */
 	u32 waker = 0;
-	if (!bpf_core_field_exists(p->sched_remote_wakeup) ||
-	    !BPF_CORE_READ_BITFIELD_PROBED(p, sched_remote_wakeup))
+	if (!bpf_core_field_exists(woken->sched_remote_wakeup) ||
+	    !BPF_CORE_READ_BITFIELD(woken, sched_remote_wakeup))
 		waker = (u32)bpf_get_current_pid_tgid();
 	emit1(ctx, p->pid, WC_WAKEUP, pack(p->thread_info.cpu, waker));
 	return 0;
