@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/warmcore}
-ROT=${WC_BENCH_ROTATIONS:-5}
+ROT=${WC_BENCH_ROTATIONS:-9}
 CPUS=${WC_BENCH_CPUS:-4}
 MSGS=${WC_BENCH_PIPE_MSGS:-20000}
 out=$(mktemp)
@@ -37,7 +37,7 @@ detach() {
 workloads() {
   warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$1 \$2 /"
   warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$1 \$2 /"
-  warmcore vm workload forkexec --n 100 | sed "s/^/B \$1 \$2 /"
+  warmcore vm workload forkexec --n 200 | sed "s/^/B \$1 \$2 /"
 }
 r=1
 while [ \$r -le $ROT ]; do
