@@ -82,14 +82,17 @@ if not res:
 rots = sorted({r for r, _ in res})
 kern = {r: res[(r, "kernel")] for r in rots if (r, "kernel") in res}
 print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster);")
-print("pipe: [min-max] and the median share of round trips with both ends on one CPU")
+print("kernel: [min-max] of its rates over their median; pipe: also the median share of round trips with both")
+print("ends on one CPU")
 print(f"{'policy':11} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
 for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-nowarm"]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
         if s == "kernel":
+            # Its own spread: each rotation's rate over the median rate.
             v = [res[(r, s)][m] for r in rots if m in res.get((r, s), {})]
-            cells.append(f"{statistics.median(v):.0f}/s" if m != "hackbench" else f"{1/statistics.median(v):.2f} s")
+            med = statistics.median(v)
+            cells.append((f"{med:.0f}/s" if m != "hackbench" else f"{1/med:.2f} s") + f" [{min(v)/med:.2f}-{max(v)/med:.2f}]")
             continue
         rat = [res[(r, s)][m] / kern[r][m] for r in rots if r in kern and m in res.get((r, s), {})]
         cells.append(f"{statistics.median(rat):.2f}x [{min(rat):.2f}-{max(rat):.2f}]" if rat else "-")
