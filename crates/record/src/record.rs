@@ -141,17 +141,17 @@ pub struct Report {
 /// The loaded programs' run time and runs as the kernel counts them; None
 /// when its BPF statistics are off.
 fn prog_run_time(skel: &BpfSkel) -> Option<(Duration, u64)> {
-    use libbpf_rs::libbpf_sys as sys;
+    use libbpf_rs::libbpf_sys as libbpf;
     use libbpf_rs::AsRawLibbpf;
     let (mut ns, mut runs) = (0u64, 0u64);
     for p in skel.object().progs() {
-        let fd = unsafe { sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+        let fd = unsafe { libbpf::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
         if fd < 0 {
             continue; // not loaded (its events were not asked for)
         }
-        let mut info: sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+        let mut info: libbpf::bpf_prog_info = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of_val(&info) as u32;
-        if unsafe { sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } == 0 {
+        if unsafe { libbpf::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } == 0 {
             ns += info.run_time_ns;
             runs += info.run_cnt;
         }

@@ -54,7 +54,6 @@ pub fn check_privileges() -> Result<()> {
     )
 }
 
-/// The kernel must describe its types (BTF) for the tp_btf programs.
 /// CPU time this process used so far (user and system, all threads).
 pub fn self_cpu_time() -> std::time::Duration {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -78,6 +77,7 @@ pub fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
+/// The kernel must describe its types (BTF) for the tp_btf programs.
 pub fn check_btf() -> Result<()> {
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
         bail!("the kernel has no BTF (/sys/kernel/btf/vmlinux is missing): BPF tracing needs CONFIG_DEBUG_INFO_BTF=y");

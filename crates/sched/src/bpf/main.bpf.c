@@ -173,6 +173,12 @@ private(NEST) struct bpf_cpumask __kptr *reserve_mask;
  */
 private(WAIT) struct bpf_cpumask __kptr *waiting_mask;
 
+/* Nest's warmer threads exist (section 3.2 of shared/seeds/001). */
+static __always_inline bool warmers_on(void)
+{
+	return policy == WC_POLICY_NEST && nest_warm;
+}
+
 static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
 {
 	u32 key = cpu;
@@ -331,7 +337,7 @@ static s32 kick_idle_for(struct task_struct *p, s32 from)
 		stat_add(WC_ST_KICKS, 1);
 		return cpu;
 	}
-	if (policy == WC_POLICY_NEST && nest_warm) {
+	if (warmers_on()) {
 		bpf_for(cpu, 0, nr_cpus) {
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
@@ -809,7 +815,7 @@ s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 	s32 cpu, waker;
 
 	stat_add(WC_ST_SELECT, 1);
-	if (policy == WC_POLICY_NEST && nest_warm)
+	if (warmers_on())
 		tctx = task_ctx(p);
 	if (tctx && tctx->is_warmer) {
 		cpu = tctx->warmer_cpu;
@@ -857,7 +863,7 @@ void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 nq;
 
 	/* Only warmers (nest) and pending moves (smove) need the task's context. */
-	if ((policy == WC_POLICY_NEST && nest_warm) || policy == WC_POLICY_SMOVE)
+	if (warmers_on() || policy == WC_POLICY_SMOVE)
 		tctx = task_ctx(p);
 	if (tctx && tctx->is_warmer) {
 		scx_bpf_dsq_insert(p, WC_WARM_DSQ_BASE + tctx->warmer_cpu, SCX_SLICE_INF, 0);
@@ -974,7 +980,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 warm:
 	/* Section 3.2 of shared/seeds/001: a primary core left idle by a task
 	 * that blocked is kept warm for up to S_max ticks. */
-	if (policy == WC_POLICY_NEST && nest_warm && c && c->warmer_pid) {
+	if (warmers_on() && c && c->warmer_pid) {
 		if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
 			goto out;	/* prev keeps its CPU */
 		if (c->warm_allowed && primary_has(cpu)) {
@@ -1085,7 +1091,7 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 {
 	u64 t0 = prof_start();
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = policy == WC_POLICY_NEST && nest_warm ? task_ctx(p) : NULL;
+	struct task_ctx *tctx = warmers_on() ? task_ctx(p) : NULL;
 	struct cpu_ctx *c = cpu_ctx(cpu);
 	u32 key = cpu, khz;
 	s32 nq, i;
@@ -1273,7 +1279,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 	if (m)
 		bpf_cpumask_release(m);
 
-	if (policy == WC_POLICY_NEST && nest_warm) {
+	if (warmers_on()) {
 		key = 0;
 		ft = bpf_map_lookup_elem(&feed_timers, &key);
 		if (!ft)
