@@ -28,7 +28,8 @@ pub struct RecordArgs {
     /// Events to record, comma-separated (default: all), e.g. ctx_switch,wakeup,tick.
     #[arg(long, value_delimiter = ',')]
     events: Option<Vec<String>>,
-    /// Size of each CPU's buffer in MiB.
+    /// Size of each CPU's buffer in MiB (rounded up to a power of two of
+    /// 24-byte entries).
     #[arg(long, default_value_t = warmcore_record::record::DEFAULT_BUFFER_MB)]
     buffer_mb: f64,
     /// Keep only the newest events of each CPU in its buffer (overwriting the

@@ -18,4 +18,4 @@ pub mod record;
 pub mod sink;
 pub mod sys;
 
-pub use record::{record, Options, Report, StopReason};
+pub use record::{buffer_slots, record, Options, Report, StopReason};

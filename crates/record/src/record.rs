@@ -2,19 +2,18 @@
 //! `warmcore record`: load the BPF programs, drain the per-CPU buffers into a
 //! .wct file, stop on the command's exit, the duration, SIGINT or a full disk.
 
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags};
 use warmcore_trace::{ids, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
 use crate::bpf_intf as intf;
@@ -60,7 +59,15 @@ pub const RECORDABLE: &[u32] = &[
     ids::MIGRATE,
 ];
 
-pub const DEFAULT_BUFFER_MB: f64 = 8.0;
+/// 2^18 entries a CPU: at a million events a second, five times the drain's
+/// period.
+pub const DEFAULT_BUFFER_MB: f64 = 6.0;
+
+/// Entries in each CPU's buffer for a size in MiB: at least that size, a
+/// power of two so that the programs index it with a mask.
+pub fn buffer_slots(buffer_mb: f64) -> u64 {
+    ((buffer_mb * 1048576.0) as u64 / warmcore_trace::event::EVENT_SIZE as u64).max(1).next_power_of_two()
+}
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -263,31 +270,114 @@ impl Drop for Signals {
     }
 }
 
-/// The skeleton, loaded and attached, with what the loop needs.
+/// The skeleton, loaded and attached, with the entries mapped.
 struct Loaded<'obj> {
     skel: BpfSkel<'obj>,
     slots: u64,
-    ncpu_possible: u32,
+    ring: Mapping,
+}
+
+/// The `ring` map's entries, mapped read-only.
+struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(skel: &BpfSkel<'_>, len: usize) -> Result<Mapping> {
+        let fd = skel.maps.ring.as_fd().as_raw_fd();
+        // SAFETY: the ring map is BPF_F_MMAPABLE and `len` bytes long; it is
+        // unmapped on drop.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+        if ptr == libc::MAP_FAILED {
+            bail!("mapping the per-CPU buffers: {}", std::io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: mapped with this length for self's lifetime. The programs
+        // write only slots the readers are not reading (see drain).
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what new() mapped.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
 }
 
 fn bss(skel: &BpfSkel<'_>) -> *mut crate::bpf_skel::types::bss {
     skel.maps.bss_data.as_deref().map(|b| b as *const _ as *mut _).expect("the BPF object has a .bss")
 }
 
-fn read_heads(skel: &BpfSkel<'_>, ncpu: usize) -> (Vec<u64>, Vec<u64>) {
-    let b = bss(skel);
-    // SAFETY: the .bss is mapped for the skeleton's lifetime; BPF programs
-    // update it concurrently, so read each word once, volatile.
-    unsafe {
-        let heads = (0..ncpu).map(|c| std::ptr::read_volatile(&(*b).heads[c])).collect();
-        let dropped = (0..ncpu).map(|c| std::ptr::read_volatile(&(*b).dropped[c])).collect();
-        (heads, dropped)
-    }
+/// intf.h's wc_cpu_buf with atomic words: the programs use them meanwhile.
+#[repr(C)]
+struct CpuBuf {
+    head: AtomicU64,
+    published: AtomicU64,
+    nest: AtomicU64,
+    dropped: AtomicU64,
+    bpf_pad: [u64; 4],
+    tail: AtomicU64,
+    user_pad: [u64; 7],
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<CpuBuf>() == size_of::<intf::wc_cpu_buf>());
+    assert!(offset_of!(CpuBuf, head) == offset_of!(intf::wc_cpu_buf, head));
+    assert!(offset_of!(CpuBuf, published) == offset_of!(intf::wc_cpu_buf, published));
+    assert!(offset_of!(CpuBuf, dropped) == offset_of!(intf::wc_cpu_buf, dropped));
+    assert!(offset_of!(CpuBuf, tail) == offset_of!(intf::wc_cpu_buf, tail));
+};
+
+fn cpu_buf<'a>(skel: &'a BpfSkel<'_>, c: usize) -> &'a CpuBuf {
+    // SAFETY: the .bss is mapped for the skeleton's lifetime, and CpuBuf has
+    // wc_cpu_buf's layout (checked above) with atomics for the shared words.
+    unsafe { &*(std::ptr::addr_of!((*bss(skel)).bufs[c]) as *const CpuBuf) }
 }
 
 fn set_paused(skel: &BpfSkel<'_>, on: bool) {
-    // SAFETY: as in read_heads; `paused` is read by the BPF programs.
+    // SAFETY: as in cpu_buf; `paused` is read by the BPF programs.
     unsafe { std::ptr::write_volatile(&mut (*bss(skel)).paused, on as u32) };
+}
+
+/// The entries [from, to) of CPU c's buffer, as at most two byte runs.
+fn entries<'a>(l: &'a Loaded<'_>, c: usize, from: u64, to: u64) -> [&'a [u8]; 2] {
+    let size = warmcore_trace::event::EVENT_SIZE;
+    // Never more than the slice holds (the programs keep to that already).
+    let from = from.max(to.saturating_sub(l.slots));
+    let base = c * l.slots as usize * size;
+    let (first, n) = ((from & (l.slots - 1)) as usize, (to - from) as usize);
+    let till_end = (l.slots as usize - first).min(n);
+    let data = l.ring.bytes();
+    [
+        &data[base + first * size..base + (first + till_end) * size],
+        &data[base..base + (n - till_end) * size],
+    ]
+}
+
+/// Streaming: move what each CPU has published into the sink, and give the
+/// slots back. `all` takes everything up to head, once the programs are
+/// detached.
+fn drain(l: &Loaded<'_>, sink: &mut Sink<ReserveFile>, ncpu: usize, all: bool) {
+    for c in 0..ncpu {
+        let b = cpu_buf(&l.skel, c);
+        let from = b.tail.load(Ordering::Relaxed);
+        let to = if all { b.head.load(Ordering::Acquire) } else { b.published.load(Ordering::Acquire) };
+        // A nested program may have lowered `published` below what was read.
+        if to <= from {
+            continue;
+        }
+        for run in entries(l, c, from, to) {
+            sink.push_bytes(c as u32, run);
+        }
+        // Release: the entries are read before their slots are handed back.
+        b.tail.store(to, Ordering::Release);
+    }
 }
 
 /// Copy the flight recorder's rings (paused meanwhile) into a trace at `path`.
@@ -303,19 +393,7 @@ fn dump_flight(
     set_paused(&l.skel, true);
     // Let programs that started before the pause store their entries.
     std::thread::sleep(Duration::from_millis(20));
-    let (heads, dropped) = read_heads(&l.skel, ncpu);
-    let slots = l.slots;
-    let len = (l.ncpu_possible as u64 * slots * 24) as usize;
-    let fd = l.skel.maps.ring.as_fd().as_raw_fd();
-    // SAFETY: the ring map is BPF_F_MMAPABLE and at least `len` bytes; we map
-    // it read-only and unmap it below.
-    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
-    if ptr == libc::MAP_FAILED {
-        set_paused(&l.skel, false);
-        bail!("mapping the flight recorder's buffers: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: mapped above with this length.
-    let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    let heads: Vec<u64> = (0..ncpu).map(|c| cpu_buf(&l.skel, c).head.load(Ordering::Acquire)).collect();
     let r = (|| -> Result<(u64, Vec<u64>, u64)> {
         let file = ReserveFile::create(path).with_context(|| format!("creating {}", path.display()))?;
         let w = Writer::new(file, &path.display().to_string(), header, WriterOptions::default())?;
@@ -331,18 +409,10 @@ fn dump_flight(
         }
         for c in 0..ncpu {
             let head = heads[c];
-            let n = head.min(slots);
-            lost[c] = head - n + dropped[c];
-            for seq in head - n..head {
-                let off = ((c as u64 * slots + seq % slots) * 24) as usize;
-                let b = &data[off..off + 24];
-                let ev = Event {
-                    ts: u64::from_le_bytes(b[0..8].try_into().unwrap()),
-                    pid: u32::from_le_bytes(b[8..12].try_into().unwrap()),
-                    id: u32::from_le_bytes(b[12..16].try_into().unwrap()),
-                    arg: b[16..24].try_into().unwrap(),
-                };
-                sink.push(c as u32, ev);
+            let n = head.min(l.slots);
+            lost[c] = head - n + cpu_buf(&l.skel, c).dropped.load(Ordering::Acquire);
+            for run in entries(l, c, head - n, head) {
+                sink.push_bytes(c as u32, run);
             }
         }
         for &(cpu, ev) in extra.iter().filter(|(_, e)| e.ts > t0) {
@@ -360,8 +430,6 @@ fn dump_flight(
         let events = sink.writer.finish()?;
         Ok((events, lost, clamped))
     })();
-    // SAFETY: unmapping what we mapped.
-    unsafe { libc::munmap(ptr, len) };
     set_paused(&l.skel, false);
     r
 }
@@ -420,25 +488,12 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
 
     sys::raise_memlock();
     let ncpu_possible = libbpf_rs::num_possible_cpus().map_err(|e| bpf_err("counting CPUs for", e))? as u32;
-    let buffer_bytes = (opts.buffer_mb * 1048576.0) as u64;
-    let slots = (buffer_bytes / 24).max(1);
+    let slots = buffer_slots(opts.buffer_mb);
+    let entries = ncpu_possible as u64 * slots;
+    if entries > u32::MAX as u64 {
+        bail!("--buffer-mb {} is too large for {ncpu_possible} possible CPUs", opts.buffer_mb);
+    }
     let tick_fn = kernel_symbol("tick_nohz_handler").or_else(|| kernel_symbol("tick_sched_timer"));
-    // One ring per CPU for streaming: a power of two of pages, 24-byte
-    // entries with an 8-byte header each.
-    let ring_bytes = ((buffer_bytes / 4096).max(1).next_power_of_two() * 4096) as u32;
-    let mk_ring = |name: &str| {
-        MapHandle::create(MapType::RingBuf, Some(name), 0, 0, ring_bytes, &libbpf_rs::libbpf_sys::bpf_map_create_opts {
-            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-            ..Default::default()
-        })
-        .map_err(|e| bpf_err("creating the per-CPU buffers of", e))
-    };
-    let ring_maps: Vec<MapHandle> = if opts.flight_recorder {
-        Vec::new()
-    } else {
-        (0..ncpu).map(|c| mk_ring(&format!("wc_ring{c}"))).collect::<Result<_>>()?
-    };
-    let template = if opts.flight_recorder { None } else { Some(mk_ring("wc_ring_tmpl")?) };
     let mut open_obj = MaybeUninit::uninit();
     let mut open = BpfSkelBuilder::default().open(&mut open_obj).map_err(|e| bpf_err("opening", e))?;
     {
@@ -446,7 +501,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         ro.events_mask = mask;
         ro.tick_fn = tick_fn.unwrap_or(0);
         ro.flight = opts.flight_recorder as u32;
-        ro.flight_slots = slots;
+        ro.slots = slots;
         if let Some(list) = &opts.cpus {
             ro.filter_cpus = 1;
             for &c in list {
@@ -471,16 +526,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             Source::None(_) => ro.freq_src = intf::wc_freq_src_WC_FREQ_NONE,
         }
     }
-    if let Some(t) = &template {
-        open.maps.rings.set_inner_map_fd(t.as_fd()).map_err(|e| bpf_err("preparing", e))?;
-    }
-    if opts.flight_recorder {
-        let entries = ncpu_possible as u64 * slots;
-        if entries > u32::MAX as u64 {
-            bail!("--buffer-mb {} is too large for the flight recorder", opts.buffer_mb);
-        }
-        open.maps.ring.set_max_entries(entries as u32).map_err(|e| bpf_err("sizing", e))?;
-    }
+    open.maps.ring.set_max_entries(entries as u32).map_err(|e| bpf_err("sizing the per-CPU buffers of", e))?;
     let p = &mut open.progs;
     p.wc_switch.set_autoload(wants(ids::CTX_SWITCH) || wants(ids::BLOCK) || wants(ids::BLOCK_IO));
     p.wc_wakeup.set_autoload(wants(ids::WAKEUP));
@@ -496,12 +542,6 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     }
     let mut skel = open.load().map_err(|e| bpf_err("loading", e))?;
 
-    for (c, h) in ring_maps.iter().enumerate() {
-        skel.maps
-            .rings
-            .update(&(c as u32).to_ne_bytes(), &h.as_fd().as_raw_fd().to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| bpf_err("passing the per-CPU buffers to", e))?;
-    }
     let tasks = sys::tasks();
     if let Some(pid) = opts.pid {
         let tgid = tasks.iter().find(|t| t.tid == pid).map(|t| t.tgid).unwrap_or(pid);
@@ -546,7 +586,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let energy_start = extra.clone();
 
     let out_name = opts.out.display().to_string();
-    let mut streaming: Option<(RefCell<Sink<ReserveFile>>, Arc<AtomicBool>)> = None;
+    let mut streaming: Option<(Sink<ReserveFile>, Arc<AtomicBool>)> = None;
     if !opts.flight_recorder {
         let file = ReserveFile::create(&opts.out).map_err(|e| anyhow!("{}", warmcore_trace::TraceError::io(&out_name, e)))?;
         let full = Arc::clone(&file.full);
@@ -559,38 +599,25 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             sink.push(cpu, ev);
         }
         extra.clear();
-        streaming = Some((RefCell::new(sink), full));
+        streaming = Some((sink, full));
     }
 
-        let perf = match &streaming {
-            Some((sink, _)) => {
-                let mut rb = RingBufferBuilder::new();
-                for (cpu, h) in ring_maps.iter().enumerate() {
-                    let cpu = cpu as u32;
-                    rb.add(h, move |data: &[u8]| {
-                        sink.borrow_mut().push_bytes(cpu, data);
-                        0
-                    })
-                    .map_err(|e| bpf_err("opening the per-CPU buffers of", e))?;
-                }
-                Some(rb.build().map_err(|e| bpf_err("opening the per-CPU buffers of", e))?)
-            }
-            None => None,
-        };
+    // Mapping the entries maps every page at once: before the attach, as
+    // start-up rather than cost.
+    let ring = Mapping::new(&skel, entries as usize * warmcore_trace::event::EVENT_SIZE)?;
     let bpf_stats = if opts.bpf_stats { Some(sys::enable_bpf_stats()?) } else { None };
     skel.attach().map_err(|e| bpf_err("attaching", e))?;
     let cpu_at_attach = sys::self_cpu_time();
-    let loaded = Loaded { skel, slots, ncpu_possible };
+    let loaded = Loaded { skel, slots, ring };
     let start = Instant::now();
     let mut child: Option<Child> = None;
     if let Some(argv) = opts.command.split_first() {
         match Command::new(argv.0).args(argv.1).spawn() {
             Ok(c) => child = Some(c),
             Err(e) => {
-                drop(perf);
                 drop(loaded);
                 if let Some((sink, _)) = streaming {
-                    let _ = sink.into_inner().writer.finish();
+                    let _ = sink.writer.finish();
                 }
                 bail!("cannot run {}: {e}", argv.0);
             }
@@ -605,12 +632,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             // Drain on a fixed period rather than on every sample: a poll that
             // woke per event would make the tracer trace itself in a loop.
             std::thread::sleep(Duration::from_millis(50));
-            if let Some(pb) = &perf {
-                if let Err(e) = pb.consume() {
-                    if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                        bail!("reading the per-CPU buffers: {e}");
-                    }
-                }
+            if let Some((sink, _)) = &mut streaming {
+                drain(&loaded, sink, ncpu, false);
             }
             refresh_freq(&loaded.skel);
             if let Some(c) = child.as_mut() {
@@ -628,12 +651,12 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 reason = StopReason::Duration;
                 break;
             }
-            if let Some((sink, full)) = &streaming {
+            if let Some((sink, full)) = &mut streaming {
                 if full.load(Ordering::SeqCst) {
                     reason = StopReason::DiskFull;
                     break;
                 }
-                if let Some(e) = sink.borrow_mut().error.take() {
+                if let Some(e) = sink.error.take() {
                     bail!("{e}");
                 }
             }
@@ -648,11 +671,9 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         let bpf_run = prog_run_time(&loaded.skel);
         drop(bpf_stats);
         let mut loaded = loaded;
-        if let Some(pb) = &perf {
-            loaded.skel.links = Default::default();
-            let _ = pb.consume();
-        }
-        drop(perf);
+        // Detaching waits for the programs still running: then every entry
+        // below head is complete.
+        loaded.skel.links = Default::default();
         let elapsed = start.elapsed();
         if let Some(c) = child.as_mut() {
             if command_status.is_none() {
@@ -672,9 +693,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         drop(signals);
         let mut reason = reason;
         let (events, lost, clamped, bytes_recorded) = match streaming {
-            Some((sink, full)) => {
-                let mut sink = sink.into_inner();
-                let (_, dropped) = read_heads(&loaded.skel, ncpu);
+            Some((mut sink, full)) => {
+                drain(&loaded, &mut sink, ncpu, true);
                 for &(cpu, ev) in &end {
                     sink.push(cpu, Event { ts: sys::mono_ns(), ..ev });
                 }
@@ -682,7 +702,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 if let Some(e) = sink.error.take() {
                     bail!("{e}");
                 }
-                let lost: Vec<u64> = dropped[..ncpu].to_vec();
+                let lost: Vec<u64> = (0..ncpu).map(|c| cpu_buf(&loaded.skel, c).dropped.load(Ordering::Acquire)).collect();
                 for (c, &n) in lost.iter().enumerate() {
                     sink.writer.add_lost(c as u32, n);
                 }
@@ -697,7 +717,6 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 (events, lost, clamped, bytes)
             }
             None => {
-                loaded.skel.links = Default::default();
                 extra.extend(end.iter().map(|&(c, e)| (c, Event { ts: sys::mono_ns(), ..e })));
                 let (events, lost, clamped) = dump_flight(&loaded, &opts.out, &header, &tasks, t0, &extra)?;
                 (events, lost, clamped, events * 24)

@@ -153,8 +153,9 @@ fn flight_recorder_overwrites_and_counts() {
     let pp = dir.path().join("pp");
     let mut o = Options::new(&out);
     o.flight_recorder = true;
-    o.buffer_mb = 0.002; // 87 entries a CPU
-    let slots = (0.002f64 * 1048576.0) as u64 / 24;
+    o.buffer_mb = 0.002; // 128 entries a CPU
+    let slots = warmcore_record::buffer_slots(o.buffer_mb);
+    assert_eq!(slots, 128);
     o.command = sh(format!("{TESTLOAD} pingpong 3000 > {}; sleep 1.5", pp.display()));
     let dump = o.dump_now.clone();
     let marker = pp.clone();
@@ -194,6 +195,32 @@ fn flight_recorder_overwrites_and_counts() {
     let s = Trace::open(&r.snapshots[0]).unwrap();
     assert!(s.incomplete.is_none());
     assert!(s.event_count() > 0 && s.lost[0] > 0);
+}
+
+#[test]
+fn a_full_buffer_counts_what_it_drops() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.wct");
+    let pp = dir.path().join("pp");
+    let mut o = Options::new(&out);
+    o.buffer_mb = 0.002; // 128 entries a CPU: far less than 50 ms of ping-pong
+    o.events = Some(vec!["ctx_switch".into()]);
+    o.command = sh(format!("{TESTLOAD} pingpong 20000 > {}", pp.display()));
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    assert_eq!(r.reason, StopReason::CommandExited);
+    let t = Trace::open(&out).unwrap();
+    assert!(t.incomplete.is_none(), "{:?}", t.incomplete);
+    assert_eq!(t.lost, r.lost);
+    check_cpu_order(&t);
+    // 20000 round trips are at least 40000 switches: each one was either
+    // stored or counted as lost.
+    let switches = t.events(None, Window::ALL).filter(|e| e.as_ref().unwrap().ev.id == ids::CTX_SWITCH).count() as u64;
+    let lost: u64 = r.lost.iter().sum();
+    assert!(lost > 0, "nothing lost with 128 entries a CPU");
+    assert!(switches + lost >= 40_000, "{switches} switches stored, {lost} lost");
+    assert!(switches > 128, "the drain gave slots back: {switches} switches stored");
 }
 
 #[test]

@@ -71,6 +71,31 @@ struct wc_event {
 	unsigned long long arg;
 };
 
+/*
+ * One CPU's buffer: entries [head - slots, head) of its slice of `ring`,
+ * indexed by sequence number modulo the slice's size.
+ *
+ * The BPF side owns the first cache line and user space the second, so the
+ * drain does not pull the line the programs write on every event.
+ * - head: entries reserved on this CPU since the start (the programs take
+ *   their slots with one atomic add, as a nested program may interrupt);
+ * - published: entries before it are complete; set by the outermost of the
+ *   programs storing on this CPU when it finishes;
+ * - nest: programs storing on this CPU now;
+ * - dropped: entries that found no room (streaming) or came while paused;
+ * - tail (user space): entries read by the drain; streaming never
+ *   overwrites an entry at or after it.
+ */
+struct wc_cpu_buf {
+	unsigned long long head;
+	unsigned long long published;
+	unsigned long long nest;
+	unsigned long long dropped;
+	unsigned long long bpf_pad[4];
+	unsigned long long tail;
+	unsigned long long user_pad[7];
+};
+
 /* Last counter values per CPU, for the frequency between two ticks. */
 struct wc_freq_state {
 	unsigned long long cycles;

@@ -3,17 +3,17 @@
  * warmcore record: SchedLog's event collection (shared/seeds/004, section
  * 3.1) on the scheduler's BTF tracepoints. Every event is one 24-byte entry
  * (timestamp, pid, id, 8-byte argument) stored in a buffer private to the CPU
- * it happens on:
+ * it happens on: CPU c owns slots [c * slots, (c + 1) * slots) of `ring`, an
+ * array user space maps, used as a ring (struct wc_cpu_buf in intf.h).
  *
- * - streaming: one BPF ring buffer per CPU (`rings`, an array of maps that
- *   user space fills), written without wake-ups and drained by user space on
- *   a fixed period; an entry that finds its CPU's ring full is counted in
- *   dropped[cpu], never lost silently;
- * - flight recorder: one array per CPU used as a ring (a slice of `ring`),
- *   whose oldest entries are overwritten; heads[cpu] counts every entry ever
- *   written, so user space knows how many were overwritten.
+ * - streaming: an entry that finds its CPU's ring full is counted in the
+ *   CPU's `dropped`, never lost silently; user space drains on a fixed
+ *   period, so no event costs a wake-up;
+ * - flight recorder: the oldest entries are overwritten; `head` counts every
+ *   entry ever written, so user space knows how many were.
  *
- * There is no shared ring: every producer writes only its own CPU's buffer.
+ * There is no shared ring: every producer writes only its own CPU's buffer,
+ * with one atomic add and no lock.
  */
 #include <vmlinux.h>
 #include <bpf/bpf_helpers.h>
@@ -26,7 +26,8 @@ char _license[] SEC("license") = "GPL";
 /* Set by user space before load. */
 const volatile unsigned long long events_mask = ~0ULL;
 const volatile unsigned int flight = 0;
-const volatile unsigned long long flight_slots = 1;
+/* Entries per CPU: a power of two. */
+const volatile unsigned long long slots = 1;
 const volatile unsigned int filter = WC_FILTER_NONE;
 const volatile unsigned long long filter_cgid = 0;
 const volatile unsigned int filter_cglevel = 0;
@@ -38,25 +39,9 @@ const volatile unsigned long long ref_khz = 0;
 
 /* Shared with user space through the mapped .bss. */
 volatile unsigned int paused;
-/* Flight recorder: entries ever written on each CPU. */
-unsigned long long heads[WC_MAX_CPUS];
-/* Entries that could not be stored (ring full, or paused for a dump). */
-unsigned long long dropped[WC_MAX_CPUS];
+struct wc_cpu_buf bufs[WC_MAX_CPUS];
 
-/* The template of the per-CPU rings; user space sets the real size. */
-struct wc_ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 16);
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, WC_MAX_CPUS);
-	__type(key, u32);
-	__array(values, struct wc_ring);
-} rings SEC(".maps");
-
-/* Flight recorder storage: CPU c owns [c * flight_slots, (c+1) * flight_slots). */
+/* The entries; user space sizes it to slots per possible CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -146,43 +131,62 @@ static __always_inline u64 pack(u32 a, u32 b)
 	return (u64)a | ((u64)b << 32);
 }
 
+#define barrier() asm volatile("" ::: "memory")
+
+/*
+ * Slots kept free in streaming mode for programs that nest between the room
+ * check and the reservation: a task, a soft and a hard interrupt, two
+ * entries each, with room to spare.
+ */
+#define NEST_ROOM 8
+
 /* Store n (1 or 2) entries in this CPU's buffer. */
-static __always_inline void emit(void *ctx, u32 cpu, struct wc_event *ev, u32 n)
+static __always_inline void emit(u32 cpu, struct wc_event *ev, u32 n)
 {
 	if (cpu >= WC_MAX_CPUS)
 		return;
-	if (paused) {
-		__sync_fetch_and_add(&dropped[cpu], n);
+	struct wc_cpu_buf *b = &bufs[cpu];
+	if (paused || (!flight && b->head + n + NEST_ROOM > *(volatile u64 *)&b->tail + slots)) {
+		__sync_fetch_and_add(&b->dropped, n);
 		return;
 	}
-	if (flight) {
-		for (u32 i = 0; i < 2; i++) {
-			if (i >= n)
-				break;
-			/* Atomic: a program in an interrupt may nest on this CPU. */
-			u64 seq = __sync_fetch_and_add(&heads[cpu], 1);
-			u32 key = cpu * flight_slots + seq % flight_slots;
-			struct wc_event *slot = bpf_map_lookup_elem(&ring, &key);
-			if (slot)
-				*slot = ev[i];
-		}
-		return;
+	/* A plain increment is safe: a program that interrupts this one on
+	 * this CPU restores the count before this one goes on. */
+	b->nest++;
+	barrier();
+	u64 seq = __sync_fetch_and_add(&b->head, n);
+	for (u32 i = 0; i < 2; i++) {
+		if (i >= n)
+			break;
+		u32 key = cpu * slots + ((seq + i) & (slots - 1));
+		struct wc_event *slot = bpf_map_lookup_elem(&ring, &key);
+		if (slot)
+			*slot = ev[i];
 	}
-	/* No wake-up: user space drains on its own period, so that recording
-	 * an event never costs an interrupt. */
-	u32 key = cpu; /* cpu itself stays in a register, bounded */
-	void *rb = bpf_map_lookup_elem(&rings, &key);
-	if (!rb || bpf_ringbuf_output(rb, ev, n * sizeof(struct wc_event), BPF_RB_NO_WAKEUP))
-		__sync_fetch_and_add(&dropped[cpu], n);
+	barrier();
+	if (--b->nest || flight)
+		return;
+	/* Outermost: no entry below head is half-written on this CPU. A
+	 * program that nests between these two lines publishes a later head,
+	 * which this one may lower again; its entries are then published by
+	 * the next event, or read at the end, when user space takes all up
+	 * to head. */
+	u64 head = *(volatile u64 *)&b->head;
+#if defined(__TARGET_ARCH_x86)
+	/* x86 keeps stores in order: the entries are visible before this. */
+	*(volatile u64 *)&b->published = head;
+#else
+	__sync_lock_test_and_set(&b->published, head);
+#endif
 }
 
-static __always_inline void emit1(void *ctx, u32 pid, u32 id, u64 arg)
+static __always_inline void emit1(u32 pid, u32 id, u64 arg)
 {
 	u32 cpu = bpf_get_smp_processor_id();
 	if (!cpu_ok(cpu))
 		return;
 	struct wc_event ev = { .ts = bpf_ktime_get_ns(), .pid = pid, .id = id, .arg = arg };
-	emit(ctx, cpu, &ev, 1);
+	emit(cpu, &ev, 1);
 }
 
 SEC("tp_btf/sched_switch")
@@ -225,7 +229,7 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev, struct task_stru
 		n++;
 	}
 	if (n)
-		emit(ctx, cpu, ev, n);
+		emit(cpu, ev, n);
 	return 0;
 }
 
@@ -244,7 +248,7 @@ int BPF_PROG(wc_wakeup, struct task_struct *p)
 	if (!bpf_core_field_exists(woken->sched_remote_wakeup) ||
 	    !BPF_CORE_READ_BITFIELD(woken, sched_remote_wakeup))
 		waker = (u32)bpf_get_current_pid_tgid();
-	emit1(ctx, p->pid, WC_WAKEUP, pack(p->thread_info.cpu, waker));
+	emit1(p->pid, WC_WAKEUP, pack(p->thread_info.cpu, waker));
 	return 0;
 }
 
@@ -253,7 +257,7 @@ int BPF_PROG(wc_wakeup_new, struct task_struct *p)
 {
 	if (!task_ok(p))
 		return 0;
-	emit1(ctx, p->pid, WC_WAKEUP_NEW, pack(p->thread_info.cpu, (u32)bpf_get_current_pid_tgid()));
+	emit1(p->pid, WC_WAKEUP_NEW, pack(p->thread_info.cpu, (u32)bpf_get_current_pid_tgid()));
 	return 0;
 }
 
@@ -263,7 +267,7 @@ int BPF_PROG(wc_migrate, struct task_struct *p, int dest_cpu)
 	if (!task_ok(p))
 		return 0;
 	/* Called before the task's CPU is changed: p->cpu is the old one. */
-	emit1(ctx, p->pid, WC_MIGRATE, pack(p->thread_info.cpu, dest_cpu));
+	emit1(p->pid, WC_MIGRATE, pack(p->thread_info.cpu, dest_cpu));
 	return 0;
 }
 
@@ -281,7 +285,7 @@ int BPF_PROG(wc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	if (wanted(WC_FORK))
-		emit1(ctx, child->pid, WC_FORK, pack(parent->pid, 0));
+		emit1(child->pid, WC_FORK, pack(parent->pid, 0));
 	return 0;
 }
 
@@ -293,7 +297,7 @@ int BPF_PROG(wc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	u64 comm = 0;
 	/* The new name is set before this tracepoint; SchedLog keeps 8 bytes. */
 	bpf_probe_read_kernel(&comm, sizeof(comm), p->comm);
-	emit1(ctx, p->pid, WC_EXEC, comm);
+	emit1(p->pid, WC_EXEC, comm);
 	return 0;
 }
 
@@ -302,7 +306,7 @@ int BPF_PROG(wc_exit, struct task_struct *p)
 {
 	if (!task_ok(p))
 		return 0;
-	emit1(ctx, p->pid, WC_EXIT, 0);
+	emit1(p->pid, WC_EXIT, 0);
 	return 0;
 }
 
@@ -315,7 +319,7 @@ int BPF_PROG(wc_wait, struct pid *pid)
 	u32 nr = 0;
 	if (pid)
 		nr = BPF_CORE_READ(pid, numbers[0].nr);
-	emit1(ctx, cur->pid, WC_WAIT_PID, pack(nr, 0));
+	emit1(cur->pid, WC_WAIT_PID, pack(nr, 0));
 	return 0;
 }
 
@@ -345,7 +349,7 @@ static __always_inline u32 tick_khz(u32 cpu)
 	return khz;
 }
 
-static __always_inline int on_tick(void *ctx)
+static __always_inline int on_tick(void)
 {
 	u32 cpu = bpf_get_smp_processor_id();
 	if (!cpu_ok(cpu))
@@ -358,7 +362,7 @@ static __always_inline int on_tick(void *ctx)
 		.ts = bpf_ktime_get_ns(), .pid = cur->pid, .id = WC_TICK,
 		.arg = pack(tick_khz(cpu), need)
 	};
-	emit(ctx, cpu, &ev, 1);
+	emit(cpu, &ev, 1);
 	return 0;
 }
 
@@ -376,5 +380,5 @@ int BPF_PROG(wc_tick, struct hrtimer *timer, ktime_t *now)
 {
 	if ((unsigned long long)timer->function != tick_fn)
 		return 0;
-	return on_tick(ctx);
+	return on_tick();
 }
