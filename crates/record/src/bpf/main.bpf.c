@@ -39,7 +39,8 @@ const volatile unsigned long long ref_khz = 0;
 
 /* Shared with user space through the mapped .bss. */
 volatile unsigned int paused;
-struct wc_cpu_buf bufs[WC_MAX_CPUS];
+/* On lines of their own: each CPU writes its own buffer's first line. */
+struct wc_cpu_buf bufs[WC_MAX_CPUS] __attribute__((aligned(64)));
 
 /* The entries; user space sizes it to slots per possible CPU. */
 struct {
