@@ -72,10 +72,10 @@ WL[forkexec]="$LOAD forks 1500"
 WL[make-j2]="make -s -C $OUT/proj clean && make -s -j2 -C $OUT/proj"
 ORDER=(hackbench forkexec make-j2)
 
-# The workload, timing itself into $OUT/t (seconds).
-timed() { echo "TIMEFORMAT=%R; { time ( { $1; } >/dev/null 2>&1 ); } 2>$OUT/t"; }
+# The workload, timing itself into $OUT/t: wall, user and system seconds.
+timed() { echo "TIMEFORMAT='%R %U %S'; { time ( { $1; } >/dev/null 2>&1 ); } 2>$OUT/t"; }
 
-run() { # mode workload -> seconds on stdout
+run() { # mode workload -> "wall cpu" seconds on stdout
     local mode=$1 w=$2 cmd
     cmd=$(timed "${WL[$w]}")
     case $mode in
@@ -83,7 +83,7 @@ run() { # mode workload -> seconds on stdout
         warmcore) "$BIN" record -o "$OUT/w.wct" -- bash -c "$cmd" 2>"$OUT/wlog" ;;
         perf) perf sched record -o "$OUT/p.data" -- bash -c "$cmd" >/dev/null 2>"$OUT/plog" ;;
     esac
-    cat "$OUT/t"
+    awk '{ print $1, $2 + $3 }' "$OUT/t"
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
@@ -123,13 +123,17 @@ echo "untraced time of the same round: their median, [95 % bootstrap interval] a
 echo "median time over median time, with its own bootstrap interval. Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-10s %9s %-26s %-16s %-26s %-16s %7s %11s %8s %9s %8s %9s\n' workload untraced 'wc slow [95% CI]' 'wc q1..q3' 'perf slow [95% CI]' 'perf q1..q3' 'wc/perf' 'wc events/s' 'wc B/ev' 'perf B/ev' 'wc lost' 'perf lost'
 unpaired=""
+cputime=""
+declare -A c
 for w in "${ORDER[@]}"; do
     : >"$OUT/rounds.$w"
+    : >"$OUT/cpu.$w"
     run none "$w" >/dev/null # warm-up
     for r in $(seq "$ROUNDS"); do
         if [ $((r % 2)) = 1 ]; then modes="none warmcore perf"; else modes="perf warmcore none"; fi
-        for mode in $modes; do t[$mode]=$(run "$mode" "$w"); done
+        for mode in $modes; do read -r t[$mode] c[$mode] < <(run "$mode" "$w"); done
         echo "${t[none]} ${t[warmcore]} ${t[perf]}" >>"$OUT/rounds.$w"
+        echo "${c[none]} ${c[warmcore]} ${c[perf]}" >>"$OUT/cpu.$w"
     done
     read -r wm wlo whi wq1 wq3 pm plo phi pq1 pq3 uw uwlo uwhi up uplo uphi < <(paired_stats <"$OUT/rounds.$w")
     n=$(cut -d' ' -f1 "$OUT/rounds.$w" | median)
@@ -151,8 +155,14 @@ for w in "${ORDER[@]}"; do
             sprintf("%+.1f%% [%+.1f, %+.1f]", pm, plo, phi), sprintf("%+.1f..%+.1f", pq1, pq3),
             ratio, x[1], x[2], pb / (ps > 0 ? ps : 1), wl, pl }'
     unpaired+=$(printf '%-10s unpaired: warmcore %+.1f%% [%+.1f, %+.1f], perf %+.1f%% [%+.1f, %+.1f]' "$w" "$uw" "$uwlo" "$uwhi" "$up" "$uplo" "$uphi")$'\n'
+    read -r wm wlo whi _ _ pm plo phi _ _ _ < <(paired_stats <"$OUT/cpu.$w")
+    cputime+=$(printf '%-10s workload CPU time %6.3fs: warmcore %+.1f%% [%+.1f, %+.1f], perf %+.1f%% [%+.1f, %+.1f]' "$w" \
+        "$(cut -d' ' -f1 "$OUT/cpu.$w" | median)" "$wm" "$wlo" "$whi" "$pm" "$plo" "$phi")$'\n'
 done
 printf '%s' "$unpaired"
+echo "The same rounds in the workload's CPU time (user + system of all its processes; the tracers' own processes"
+echo "not included), paired likewise: what the programs and handlers in the kernel add, without the wall clock's waits."
+printf '%s' "$cputime"
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
