@@ -693,10 +693,7 @@ fn workload(w: &Workload) -> Result<i32> {
                 if left == 0 {
                     return 0;
                 }
-                match fork_run(move || link(left - 1, work_us, shp)).and_then(wait_pid) {
-                    Ok(c) => c,
-                    Err(_) => 1,
-                }
+                fork_run(move || link(left - 1, work_us, shp)).and_then(wait_pid).unwrap_or(1)
             }
             // a chain of depth n would need n live processes: run it in rounds of 10
             let mut rc = 0;

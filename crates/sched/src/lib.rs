@@ -342,8 +342,8 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         ro.slice_max_ns = opts.slice_us * 1000;
         ro.slice_min_ns = opts.slice_min_us * 1000;
         ro.tick_ns = 1_000_000_000 / opts.hz;
-        for cpu in 0..nr_cpus {
-            ro.cpu_llc[cpu] = llc[cpu];
+        for (cpu, &cache) in llc.iter().enumerate().take(nr_cpus) {
+            ro.cpu_llc[cpu] = cache;
             let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
             ro.cpu_max_khz[cpu] = read_sysfs_u32(&format!("{base}/cpuinfo_max_freq")).unwrap_or(0);
             ro.smove_threshold_khz[cpu] = opts

@@ -475,7 +475,7 @@ impl Haiku {
     fn quantum(&self, core: usize) -> u64 {
         let c = &self.cores[core];
         let ready = c.queue.len() as u64 / c.cpus.len() as u64;
-        let bound = if ready == 0 { self.q.max_latency } else { (self.q.max_latency / ready).max(self.q.minimal) };
+        let bound = self.q.max_latency.checked_div(ready).map_or(self.q.max_latency, |b| b.max(self.q.minimal));
         (self.q.base * self.q.multiplier).min(bound)
     }
 

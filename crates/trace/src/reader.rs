@@ -150,7 +150,7 @@ impl Trace {
                 for e in entries {
                     let off = e.offset as usize;
                     let end = (e.offset as u128) + BLOCK_HEADER_SIZE as u128 + e.header.len as u128;
-                    if off < first_block || off % 8 != 0 || end > b.len() as u128 || e.header.magic != format::BLOCK_MAGIC {
+                    if off < first_block || !off.is_multiple_of(8) || end > b.len() as u128 || e.header.magic != format::BLOCK_MAGIC {
                         return Err(err(off, "expected an index entry naming a block inside the file".into()));
                     }
                     blocks.push((off, e.header));
@@ -209,7 +209,7 @@ impl Trace {
                     list.push(ChunkRef { offset: off as u64, codec: h.codec, count: h.count, len: h.len, crc: h.crc, t_first: h.t_first, t_last: h.t_last });
                 }
                 kind::PROCESSES => {
-                    if h.len as usize % PROC_RECORD_SIZE != 0 {
+                    if !(h.len as usize).is_multiple_of(PROC_RECORD_SIZE) {
                         return Err(err(off, format!("expected process records of {PROC_RECORD_SIZE} bytes, found a block of {}", h.len)));
                     }
                     t.proc_blocks.push((off + BLOCK_HEADER_SIZE, h.len as usize));
@@ -244,7 +244,7 @@ impl Trace {
         }
         let ioff = ioff as usize;
         let h = Self::block_at(path, b, ioff)?;
-        if h.kind != kind::INDEX || h.len as usize % std::mem::size_of::<IndexEntry>() != 0 {
+        if h.kind != kind::INDEX || !(h.len as usize).is_multiple_of(std::mem::size_of::<IndexEntry>()) {
             return Err(TraceError::at_offset(path, ioff as u64, "expected the index block"));
         }
         let payload = &b[ioff + BLOCK_HEADER_SIZE..ioff + BLOCK_HEADER_SIZE + h.len as usize];
@@ -257,7 +257,7 @@ impl Trace {
     /// The block header at `off`, checked to lie, with its payload, in the file.
     fn block_at(path: &str, b: &[u8], off: usize) -> Result<BlockHeader> {
         let err = |msg: String| TraceError::at_offset(path, off as u64, msg);
-        if off % 8 != 0 || off.checked_add(BLOCK_HEADER_SIZE).is_none_or(|e| e > b.len()) {
+        if !off.is_multiple_of(8) || off.checked_add(BLOCK_HEADER_SIZE).is_none_or(|e| e > b.len()) {
             return Err(err(format!("expected a {BLOCK_HEADER_SIZE}-byte block header, the file ends first")));
         }
         let h: BlockHeader = bytemuck::pod_read_unaligned(&b[off..off + BLOCK_HEADER_SIZE]);

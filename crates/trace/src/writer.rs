@@ -209,7 +209,7 @@ impl<W: Write> Writer<W> {
             }
             None => (codec::RAW, raw),
         };
-        self.block(kind::EVENTS, codec, c as u32, buf.len() as u32, t_first, t_last, &bytes)?;
+        self.block(kind::EVENTS, codec, c as u32, buf.len() as u32, t_first, t_last, bytes)?;
         buf.clear();
         self.bufs[c] = buf;
         self.chunks_since_proc_flush += 1;
