@@ -489,8 +489,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     sys::raise_memlock();
     let ncpu_possible = libbpf_rs::num_possible_cpus().map_err(|e| bpf_err("counting CPUs for", e))? as u32;
     let slots = buffer_slots(opts.buffer_mb);
-    let entries = ncpu_possible as u64 * slots;
-    if entries > u32::MAX as u64 {
+    let ring_slots = ncpu_possible as u64 * slots;
+    if ring_slots > u32::MAX as u64 {
         bail!("--buffer-mb {} is too large for {ncpu_possible} possible CPUs", opts.buffer_mb);
     }
     let tick_fn = kernel_symbol("tick_nohz_handler").or_else(|| kernel_symbol("tick_sched_timer"));
@@ -526,7 +526,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             Source::None(_) => ro.freq_src = intf::wc_freq_src_WC_FREQ_NONE,
         }
     }
-    open.maps.ring.set_max_entries(entries as u32).map_err(|e| bpf_err("sizing the per-CPU buffers of", e))?;
+    open.maps.ring.set_max_entries(ring_slots as u32).map_err(|e| bpf_err("sizing the per-CPU buffers of", e))?;
     let p = &mut open.progs;
     p.wc_switch.set_autoload(wants(ids::CTX_SWITCH) || wants(ids::BLOCK) || wants(ids::BLOCK_IO));
     p.wc_wakeup.set_autoload(wants(ids::WAKEUP));
@@ -604,7 +604,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
 
     // Mapping the entries maps every page at once: before the attach, as
     // start-up rather than cost.
-    let ring = Mapping::new(&skel, entries as usize * warmcore_trace::event::EVENT_SIZE)?;
+    let ring = Mapping::new(&skel, ring_slots as usize * warmcore_trace::event::EVENT_SIZE)?;
     let bpf_stats = if opts.bpf_stats { Some(sys::enable_bpf_stats()?) } else { None };
     skel.attach().map_err(|e| bpf_err("attaching", e))?;
     let cpu_at_attach = sys::self_cpu_time();
