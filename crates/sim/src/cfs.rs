@@ -38,9 +38,9 @@ use std::collections::BTreeSet;
 
 use warmcore_trace::ids;
 
-use crate::engine::{Sim, Tid, TICK_NS};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::sim::{Sim, Tid, TICK_NS};
 use crate::SimError;
 
 const MS: u64 = 1_000_000;
@@ -801,7 +801,7 @@ impl Cfs {
                 .filter(|&c| {
                     c != dst
                         && !self.rq[c as usize].queue.is_empty()
-                        && sim.cpu(c).mode == crate::engine::Mode::Running
+                        && sim.cpu(c).mode == crate::sim::Mode::Running
                 })
                 .max_by_key(|&c| (self.rq[c as usize].nr_running(), std::cmp::Reverse(c)));
             let Some(src) = src else { return 0 };
@@ -825,7 +825,7 @@ impl Cfs {
         let m = &sim.machine;
         let mut best: Option<(Level, u64, u32)> = None;
         for &c in &self.waiting {
-            if c == cpu || sim.cpu(c).mode != crate::engine::Mode::Running {
+            if c == cpu || sim.cpu(c).mode != crate::sim::Mode::Running {
                 continue;
             }
             let lvl = Self::lowest_shared_level(m, cpu, c);

@@ -8,40 +8,36 @@
 //! dropped by generation numbers instead of being searched for, and a new
 //! event for the same CPU, core, task or timer replaces its stale
 //! predecessor in the heap (queue.rs).
+//!
+//! This file holds the event loop (`Engine::run`, `handle`, and `drain` for
+//! what handlers and policies ask for) and the scheduler core around the
+//! policy: task creation, wake-ups, blocking, exit, preemption, context
+//! switches, idle entry and exit, ticks. Its neighbours:
+//! - sim.rs: `Sim`, `Task`, `Cpu`, what a policy reads and may do;
+//! - interp.rs: the interpreter of the tasks' programs (`advance`);
+//! - hardware.rs: rates, DVFS, PELT and schedutil, idle-state choice,
+//!   energy.
+//!
+//! The types of the policy interface are re-exported here, where the rest of
+//! the workspace has always found them.
 
 use std::collections::VecDeque;
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use smallvec::{smallvec, SmallVec};
 use warmcore_trace::event::prev_state;
 use warmcore_trace::{ids, Event};
 
 use crate::dvfs::{CoreDvfs, Governor};
+use crate::interp::{Barrier, BlockedOn, Pipe, WaitFor};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
 use crate::program::{ProgId, Step, Workload};
-use crate::queue::{Entry, EventQueue, Key};
+use crate::queue::{Entry, EventQueue};
 use crate::SimError;
 
-pub type Tid = u32;
-
-/// The scheduler tick: HZ = 250 in the Debian configs of the papers' kernels
-/// (MODEL-FACTS.md section 0).
-pub const TICK_NS: u64 = 4_000_000;
-
-/// `x.ceil() as u64` for the non-negative durations of segments, without a
-/// call into libm (a baseline x86-64 build has no rounding instruction).
-#[inline]
-fn ceil_ns(x: f64) -> u64 {
-    // `as` truncates toward zero and saturates, as after ceil().
-    let i = x as u64;
-    if (i as f64) < x && i < u64::MAX {
-        i + 1
-    } else {
-        i
-    }
-}
+pub use crate::sim::{Cpu, Mode, Sim, TState, Task, Tid, TimerId, TICK_NS};
 
 /// Where the events go (a trace writer, the metrics analyzer, a counter).
 pub trait Sink {
@@ -65,116 +61,12 @@ impl Sink for CountSink {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TState {
-    Runnable,
-    Running,
-    Blocked,
-    Dead,
-}
-
-/// A program being run: its steps are `steps[start..end]` of the engine's
-/// flattened step table, `pc` the next one.
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    start: u32,
-    pc: u32,
-    end: u32,
-    /// Iterations left after this one (Repeat).
-    left: u64,
-    /// Loop until this time (RepeatFor), 0 otherwise.
-    until: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WaitFor {
-    None,
-    One,
-    All,
-}
-
-pub struct Task {
-    pub pid: u32,
-    pub comm: String,
-    pub parent: Option<Tid>,
-    pub state: TState,
-    /// The CPU it runs on, is queued on, or last ran on.
-    pub cpu: u32,
-    /// Time it last started running (ns).
-    pub last_run_ns: u64,
-    /// Program and loop bodies, innermost last (kept inline: two deep for
-    /// most workloads).
-    frames: SmallVec<[Frame; 2]>,
-    remaining: f64,
-    children: u32,
-    zombies: u32,
-    wait: WaitFor,
-    block_gen: u32,
-    blocked_on: BlockedOn,
-    /// The barrier it spin-waits at (Step::BarrierSpin): it stays running
-    /// (or runnable, if preempted) with the spin's cycles as its work; if
-    /// the spin runs out first it blocks on the barrier.
-    spinning: Option<u32>,
-    /// The task's PELT utilisation (0..1) as of `util_t`.
-    util: f64,
-    util_t: u64,
-}
-
-// The fields are read through Debug, in the deadlock message.
-#[allow(dead_code)]
-#[derive(Clone, Copy, Debug)]
-enum BlockedOn {
-    Nothing,
-    Timer,
-    Child,
-    PipeRead(u32),
-    PipeWrite(u32),
-    Futex(u32),
-    Barrier(u32),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// A task runs.
-    Running,
-    /// The current task left; the next is being chosen.
-    Switching,
-    /// In an idle state.
-    Idle,
-    /// Leaving an idle state (exit latency).
-    Waking,
-}
-
-pub struct Cpu {
-    pub mode: Mode,
-    pub curr: Option<Tid>,
-    /// (pid, prev_state) of the task that left, for the next CTX_SWITCH.
-    prev: (u32, u32),
-    pub idle_state: u8,
-    pub idle_since: u64,
-    avg_idle: f64,
-    seg_start: u64,
-    rate: f64,
-    seg_gen: u32,
-    wake_gen: u32,
-    tick_pending: bool,
-    /// Frequency seen at the last tick on this CPU, kHz (0 before any).
-    pub tick_freq: u32,
-    /// Tasks assigned to this CPU, running or runnable.
-    pub nr: u32,
-    spin_until: u64,
-    spin_gen: u32,
-    // PELT utilisation (0..1) for schedutil, updated at state changes.
-    util: f64,
-    util_t: u64,
-}
-
 /// What a queued event is about; its index is a CPU (SegEnd, Tick,
 /// CpuReady, SpinEnd), a core (Dvfs), a task (Wake) or a timer slot (Timer).
 /// Each (kind, index) has at most one live event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-enum Kind {
+pub(crate) enum Kind {
     SegEnd,
     Tick,
     CpuReady,
@@ -185,7 +77,7 @@ enum Kind {
 }
 impl Kind {
     #[inline]
-    fn of(k: u8) -> Kind {
+    pub(crate) fn of(k: u8) -> Kind {
         match k {
             0 => Kind::SegEnd,
             1 => Kind::Tick,
@@ -201,35 +93,10 @@ impl Kind {
 type QEv = Entry;
 
 #[derive(Clone, Copy, Debug)]
-enum Action {
+pub(crate) enum Action {
     Schedule(u32),
     Resched(u32),
     Kick(u32),
-}
-
-struct Pipe {
-    cap: u32,
-    msgs: u32,
-    readers: VecDeque<Tid>,
-    writers: VecDeque<Tid>,
-}
-
-struct Barrier {
-    count: u32,
-    arrived: Vec<Tid>,
-}
-
-struct TimerSlot {
-    gen: u32,
-    token: u64,
-    armed: bool,
-}
-
-/// A policy timer, to cancel it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimerId {
-    slot: u32,
-    gen: u32,
 }
 
 /// Limits that stop a run early, with a partial result.
@@ -244,42 +111,6 @@ impl Default for Limits {
         // hour, 10^10 trace events.
         Limits { max_sim_ns: 3_600_000_000_000, max_events: 10_000_000_000 }
     }
-}
-
-/// The state a policy sees and acts on.
-pub struct Sim {
-    pub machine: Machine,
-    pub governor: Governor,
-    now: u64,
-    seq: u64,
-    heap: EventQueue,
-    pub(crate) tasks: Vec<Task>,
-    pub(crate) cpus: Vec<Cpu>,
-    pub(crate) cores: Vec<CoreDvfs>,
-    socket_active: Vec<u32>,
-    actions: VecDeque<Action>,
-    rng: ChaCha8Rng,
-    sink: Box<dyn Sink>,
-    sink_err: Option<String>,
-    pub(crate) events: u64,
-    timers: Vec<TimerSlot>,
-    free_timers: Vec<u32>,
-    workload: Workload,
-    /// Every program's steps, one after another (a frame indexes it), and
-    /// each program's range in it.
-    steps: std::rc::Rc<Vec<Step>>,
-    prog_span: Vec<(u32, u32)>,
-    pipes: Vec<Pipe>,
-    futexes: Vec<VecDeque<Tid>>,
-    barriers: Vec<Barrier>,
-    marks: Vec<u64>,
-    pub(crate) samples: Vec<u64>,
-    pub(crate) measures: u64,
-    alive: u32,
-    next_pid: u32,
-    pub(crate) migrations: u64,
-    last_exit: u64,
-    zero_time_steps: u32,
 }
 
 /// Engine = state + policy.
@@ -304,393 +135,6 @@ pub struct Outcome {
     pub samples: Vec<u64>,
     pub measures: u64,
     pub policy_stats: serde_json::Value,
-}
-
-impl Sim {
-    // ---- what a policy may read ----
-    pub fn now(&self) -> u64 {
-        self.now
-    }
-    pub fn nr_cpus(&self) -> u32 {
-        self.machine.nr_cpus
-    }
-    pub fn cpu(&self, c: u32) -> &Cpu {
-        &self.cpus[c as usize]
-    }
-    /// No task runs or is about to run there.
-    pub fn cpu_is_idle(&self, c: u32) -> bool {
-        let cpu = &self.cpus[c as usize];
-        cpu.nr == 0 && matches!(cpu.mode, Mode::Idle | Mode::Switching)
-    }
-    /// Exit latency of the CPU's current idle state (0 if not idle), ns.
-    pub fn idle_exit_latency(&self, c: u32) -> u64 {
-        let cpu = &self.cpus[c as usize];
-        if cpu.mode != Mode::Idle || cpu.spin_until > self.now {
-            return 0;
-        }
-        self.machine.spec.idle[cpu.idle_state as usize].exit_latency_us * 1000
-    }
-    /// Frequency at the CPU's last tick, kHz: what a scheduler can sample.
-    pub fn tick_freq(&self, c: u32) -> u32 {
-        self.cpus[c as usize].tick_freq
-    }
-    /// The exact current frequency (the simulator knows it; a kernel does not).
-    pub fn cur_freq(&self, c: u32) -> u32 {
-        self.cores[self.machine.cpu_core[c as usize] as usize].freq
-    }
-    /// EWMA of the CPU's idle periods (rq->avg_idle), ns.
-    pub fn avg_idle(&self, c: u32) -> f64 {
-        self.cpus[c as usize].avg_idle
-    }
-    pub fn task(&self, t: Tid) -> &Task {
-        &self.tasks[t as usize]
-    }
-    pub fn nr_tasks(&self) -> u32 {
-        self.tasks.len() as u32
-    }
-    /// A uniform number in [0, 1) from the run's seeded generator.
-    pub fn uniform(&mut self) -> f64 {
-        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    // ---- what a policy may do ----
-    /// Preempt the CPU's current task (after the current operation).
-    pub fn resched(&mut self, c: u32) {
-        self.actions.push_back(Action::Resched(c));
-    }
-    /// Wake an idle CPU so that it calls dispatch.
-    pub fn kick(&mut self, c: u32) {
-        self.actions.push_back(Action::Kick(c));
-    }
-    /// Reassign a runnable (queued, not running) task to another CPU.
-    pub fn set_task_cpu(&mut self, t: Tid, c: u32) {
-        let task = &self.tasks[t as usize];
-        if task.state != TState::Runnable || task.cpu == c {
-            return;
-        }
-        let old = task.cpu;
-        self.migrate(t, old, c, old);
-    }
-    /// Arm a timer at absolute time `at`; `token` comes back to `Policy::timer`.
-    pub fn set_timer(&mut self, at: u64, token: u64) -> TimerId {
-        let slot = match self.free_timers.pop() {
-            Some(s) => s,
-            None => {
-                self.timers.push(TimerSlot { gen: 0, token: 0, armed: false });
-                (self.timers.len() - 1) as u32
-            }
-        };
-        let ts = &mut self.timers[slot as usize];
-        ts.gen = ts.gen.wrapping_add(1);
-        ts.token = token;
-        ts.armed = true;
-        let gen = ts.gen;
-        self.push(at.max(self.now), Kind::Timer, slot, gen);
-        TimerId { slot, gen }
-    }
-    /// Cancel a timer; false if it already fired or was cancelled.
-    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
-        let ts = &mut self.timers[id.slot as usize];
-        if ts.armed && ts.gen == id.gen {
-            ts.armed = false;
-            ts.gen = ts.gen.wrapping_add(1);
-            self.free_timers.push(id.slot);
-            true
-        } else {
-            false
-        }
-    }
-    /// Keep an idle CPU spinning (in C0, at its frequency) until `until` or
-    /// until it gets work.
-    pub fn spin(&mut self, c: u32, until: u64) {
-        let cpu = &mut self.cpus[c as usize];
-        if cpu.mode != Mode::Idle || until <= self.now {
-            return;
-        }
-        let was = cpu.spin_until > self.now;
-        cpu.spin_until = until;
-        cpu.spin_gen = cpu.spin_gen.wrapping_add(1);
-        let gen = cpu.spin_gen;
-        self.push(until, Kind::SpinEnd, c, gen);
-        if !was {
-            let core = self.machine.cpu_core[c as usize];
-            self.core_changed(core);
-        }
-    }
-    pub fn is_spinning(&self, c: u32) -> bool {
-        self.cpus[c as usize].spin_until > self.now && self.cpus[c as usize].mode == Mode::Idle
-    }
-    /// Record a policy's own event (NEST_CHANGE, MOVE_TIMER_*...).
-    pub fn trace(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
-        self.emit(cpu, pid, id, a, b);
-    }
-
-    // ---- internals ----
-    fn frame(&self, prog: ProgId, left: u64, until: u64) -> Frame {
-        let (start, end) = self.prog_span[prog as usize];
-        Frame { start, pc: start, end, left, until }
-    }
-
-    fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
-        self.seq += 1;
-        self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
-    }
-
-    #[inline]
-    fn emit(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
-        self.events += 1;
-        if let Err(e) = self.sink.emit(cpu, Event::new(self.now, pid, id, a, b)) {
-            if self.sink_err.is_none() {
-                self.sink_err = Some(e);
-            }
-        }
-    }
-
-    fn emit_comm(&mut self, cpu: u32, pid: u32, comm: &str) {
-        self.events += 1;
-        if let Err(e) = self.sink.emit(cpu, Event::with_comm(self.now, pid, ids::EXEC, comm)) {
-            if self.sink_err.is_none() {
-                self.sink_err = Some(e);
-            }
-        }
-    }
-
-    fn migrate(&mut self, t: Tid, old: u32, new: u32, on_cpu: u32) {
-        let pid = self.tasks[t as usize].pid;
-        self.emit(on_cpu, pid, ids::MIGRATE, old, new);
-        self.migrations += 1;
-        self.tasks[t as usize].cpu = new;
-        self.nr_add(old, -1);
-        self.nr_add(new, 1);
-    }
-
-    fn nr_add(&mut self, c: u32, d: i32) {
-        let cpu = &mut self.cpus[c as usize];
-        cpu.nr = (cpu.nr as i32 + d).max(0) as u32;
-        let nr = cpu.nr;
-        self.emit(c, 0, ids::RQ_SIZE, nr, d as u32);
-    }
-
-    /// Cycles per ns of a thread on `c` now.
-    fn rate(&self, c: u32) -> f64 {
-        let core = self.machine.cpu_core[c as usize];
-        let f = self.cores[core as usize].freq as f64 * 1e-6;
-        let sibling_busy = self.machine.core_cpus[core as usize]
-            .iter()
-            .any(|&s| s != c && self.cpus[s as usize].mode == Mode::Running);
-        if sibling_busy {
-            f * self.machine.spec.dvfs.smt_share
-        } else {
-            f
-        }
-    }
-
-    /// Account the work done by the running task on `c` since its segment
-    /// started.
-    fn sync_progress(&mut self, c: u32) {
-        let cpu = &mut self.cpus[c as usize];
-        if cpu.mode != Mode::Running {
-            return;
-        }
-        let Some(t) = cpu.curr else { return };
-        let done = (self.now - cpu.seg_start) as f64 * cpu.rate;
-        cpu.seg_start = self.now;
-        let task = &mut self.tasks[t as usize];
-        task.remaining = (task.remaining - done).max(0.0);
-    }
-
-    /// (Re)start the running task's segment at the current rate.
-    fn start_segment(&mut self, c: u32) {
-        let rate = self.rate(c);
-        let cpu = &mut self.cpus[c as usize];
-        let Some(t) = cpu.curr else { return };
-        cpu.rate = rate;
-        cpu.seg_start = self.now;
-        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
-        let gen = cpu.seg_gen;
-        // Always arm an end, even for no work left: a rate change at the very
-        // end of a segment must not lose it.
-        let rem = self.tasks[t as usize].remaining.max(0.0);
-        let dt = ceil_ns(rem / rate);
-        self.push(self.now + dt, Kind::SegEnd, c, gen);
-    }
-
-    /// A thread of `core` started or stopped running or spinning: rates,
-    /// energy, DVFS and the socket's active-core count follow.
-    fn core_changed(&mut self, core: u32) {
-        let now = self.now;
-        let mut threads = [0u32; 8];
-        let n = self.machine.core_cpus[core as usize].len();
-        threads[..n].copy_from_slice(&self.machine.core_cpus[core as usize]);
-        let mut running = 0u8;
-        let mut busy = false;
-        let mut shallowest = u8::MAX;
-        for &c in &threads[..n] {
-            let cpu = &self.cpus[c as usize];
-            if cpu.mode == Mode::Running {
-                running += 1;
-                busy = true;
-            } else if cpu.mode == Mode::Idle && cpu.spin_until > now {
-                busy = true;
-            }
-            let st = if cpu.mode == Mode::Idle { cpu.idle_state } else { 0 };
-            shallowest = shallowest.min(st);
-        }
-        // Rates of running threads change when a sibling starts or stops.
-        let st = &mut self.cores[core as usize];
-        let rates_change = st.running != running;
-        st.account(now, &self.machine);
-        st.running = running;
-        st.idle_state = shallowest;
-        if rates_change {
-            for &c in &threads[..n] {
-                if self.cpus[c as usize].mode == Mode::Running {
-                    self.sync_progress(c);
-                    self.start_segment(c);
-                }
-            }
-        }
-        let st = &mut self.cores[core as usize];
-        if st.busy != busy {
-            st.set_busy(now, busy, &self.machine, self.governor);
-            let socket = self.machine.core_socket[core as usize] as usize;
-            let before = self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize];
-            if busy {
-                self.socket_active[socket] += 1;
-            } else {
-                self.socket_active[socket] -= 1;
-            }
-            let after = self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize];
-            if before != after {
-                self.ceiling_changed(socket as u32, after);
-            }
-            self.dvfs_kick(core);
-        }
-    }
-
-    fn ceiling(&self, core: u32) -> u32 {
-        let socket = self.machine.core_socket[core as usize] as usize;
-        self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize]
-    }
-
-    fn ceiling_changed(&mut self, socket: u32, ceiling: u32) {
-        let cpc = self.machine.spec.cores_per_socket;
-        for core in socket * cpc..(socket + 1) * cpc {
-            if self.cores[core as usize].freq > ceiling {
-                self.set_freq(core, ceiling);
-            }
-            if self.governor != Governor::Schedutil {
-                self.dvfs_kick(core);
-            }
-        }
-    }
-
-    /// Make sure a hardware-governor core has a sample pending.
-    fn dvfs_kick(&mut self, core: u32) {
-        if self.governor == Governor::Schedutil {
-            return;
-        }
-        let st = &mut self.cores[core as usize];
-        if st.pending {
-            return;
-        }
-        st.pending = true;
-        st.gen = st.gen.wrapping_add(1);
-        let gen = st.gen;
-        // Samples fall on a global grid of hw_sample_us.
-        let p = self.machine.spec.dvfs.hw_sample_us * 1000;
-        let at = (self.now / p + 1) * p;
-        self.push(at, Kind::Dvfs, core, gen);
-    }
-
-    fn set_freq(&mut self, core: u32, f: u32) {
-        if self.cores[core as usize].freq == f {
-            return;
-        }
-        let now = self.now;
-        self.cores[core as usize].account(now, &self.machine);
-        let n = self.machine.core_cpus[core as usize].len();
-        for i in 0..n {
-            let c = self.machine.core_cpus[core as usize][i];
-            self.sync_progress(c);
-        }
-        self.cores[core as usize].freq = f;
-        for i in 0..n {
-            let c = self.machine.core_cpus[core as usize][i];
-            if self.cpus[c as usize].mode == Mode::Running {
-                self.start_segment(c);
-            }
-            self.emit(c, 0, ids::FREQ_CHANGE, f, 0);
-        }
-    }
-
-    fn pelt_update(&mut self, c: u32) {
-        // PELT: 32 ms half-life (MODEL-FACTS.md section 4), continuous form.
-        // Only schedutil reads utilisations: the hardware governors skip it.
-        if self.governor != Governor::Schedutil {
-            return;
-        }
-        let cpu = &mut self.cpus[c as usize];
-        let dt = self.now - cpu.util_t;
-        if dt > 0 {
-            let target = if cpu.mode == Mode::Running { 1.0 } else { 0.0 };
-            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
-            cpu.util = target + (cpu.util - target) * decay;
-            cpu.util_t = self.now;
-        }
-    }
-
-    /// Bring a task's utilisation to now: it grew while it ran, decayed
-    /// otherwise (PELT, 32 ms half-life).
-    fn task_util(&mut self, t: Tid) -> f64 {
-        let task = &mut self.tasks[t as usize];
-        if self.governor != Governor::Schedutil {
-            return task.util;
-        }
-        let dt = self.now.saturating_sub(task.util_t);
-        if dt > 0 {
-            let target = if task.state == TState::Running { 1.0 } else { 0.0 };
-            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
-            task.util = target + (task.util - target) * decay;
-            task.util_t = self.now;
-        }
-        task.util
-    }
-
-    /// schedutil: next_f = 1.25 x f_max x util, rate limited
-    /// (MODEL-FACTS.md section 4). `enqueued`, a task just placed on `c`:
-    /// its utilisation joins the CPU's at enqueue, before it runs, as a
-    /// cfs_rq's util_avg includes its queued tasks' (a new task brings 512,
-    /// MODEL-FACTS.md section 4), so the frequency asked for at a fork or a
-    /// wake-up already counts the task.
-    fn schedutil_update(&mut self, c: u32, enqueued: Option<Tid>) {
-        if self.governor != Governor::Schedutil {
-            return;
-        }
-        let core = self.machine.cpu_core[c as usize];
-        let limit = self.machine.spec.dvfs.schedutil_rate_limit_us * 1000;
-        let last = self.cores[core as usize].su_last;
-        if last != u64::MAX && self.now < last + limit {
-            return;
-        }
-        let extra = enqueued.map_or(0.0, |t| self.task_util(t));
-        let n = self.machine.core_cpus[core as usize].len();
-        let mut util: f64 = 0.0;
-        for i in 0..n {
-            let s = self.machine.core_cpus[core as usize][i];
-            self.pelt_update(s);
-            let mine = if s == c { extra } else { 0.0 };
-            util = util.max((self.cpus[s as usize].util + mine).min(1.0));
-            // The CPU's utilisation includes its current task's, which a
-            // task migrating or newly created brings along.
-            if let Some(t) = self.cpus[s as usize].curr {
-                util = util.max(self.task_util(t));
-            }
-        }
-        let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
-        self.cores[core as usize].su_last = self.now;
-        self.set_freq(core, f);
-    }
 }
 
 impl Engine {
@@ -861,14 +305,7 @@ impl Engine {
         let s = &mut self.sim;
         let end = if partial.is_some() { s.now } else { s.last_exit };
         s.now = end;
-        let mut per_socket = vec![0.0; s.machine.nr_sockets() as usize];
-        for core in 0..s.machine.nr_cores {
-            s.cores[core as usize].account(end, &s.machine);
-            per_socket[s.machine.core_socket[core as usize] as usize] += s.cores[core as usize].energy_j;
-        }
-        for e in per_socket.iter_mut() {
-            *e += s.machine.spec.power.static_w_per_socket * end as f64 * 1e-9;
-        }
+        let per_socket = s.energy_per_socket(end);
         if let Some(e) = s.sink_err.take() {
             return Err(SimError::Output(e));
         }
@@ -974,16 +411,7 @@ impl Engine {
                 if st.gen != ev.gen || !st.pending {
                     return Ok(());
                 }
-                let ceiling = self.sim.ceiling(core);
-                let now = self.sim.now;
-                let (f, again) =
-                    self.sim.cores[core as usize].hw_sample(now, &self.sim.machine, self.sim.governor, ceiling);
-                self.sim.set_freq(core, f);
-                let st = &mut self.sim.cores[core as usize];
-                st.pending = false;
-                if again {
-                    self.sim.dvfs_kick(core);
-                }
+                self.sim.dvfs_sample(core);
             }
             Kind::Wake => {
                 let t = c;
@@ -1096,7 +524,7 @@ impl Engine {
         Ok(())
     }
 
-    fn new_task(&mut self, prog: ProgId, comm: &str, parent: Option<Tid>) -> Tid {
+    pub(crate) fn new_task(&mut self, prog: ProgId, comm: &str, parent: Option<Tid>) -> Tid {
         let pid = self.sim.next_pid;
         self.sim.next_pid += 1;
         let cpu = parent.map(|p| self.sim.tasks[p as usize].cpu).unwrap_or(0);
@@ -1125,7 +553,7 @@ impl Engine {
         (self.sim.tasks.len() - 1) as Tid
     }
 
-    fn checked_select(&mut self, t: Tid, prev: u32, w: Wake) -> u32 {
+    pub(crate) fn checked_select(&mut self, t: Tid, prev: u32, w: Wake) -> u32 {
         let c = self.policy.select_cpu(&mut self.sim, t, prev, w);
         if c < self.sim.machine.nr_cpus {
             c
@@ -1135,7 +563,7 @@ impl Engine {
     }
 
     /// Make a blocked task runnable, placed by the policy.
-    fn wake(&mut self, t: Tid, waker: Option<Tid>, sync: bool) {
+    pub(crate) fn wake(&mut self, t: Tid, waker: Option<Tid>, sync: bool) {
         let prev = self.sim.tasks[t as usize].cpu;
         let waker_cpu = waker.map(|w| self.sim.tasks[w as usize].cpu).unwrap_or(prev);
         let task = &mut self.sim.tasks[t as usize];
@@ -1171,7 +599,7 @@ impl Engine {
     }
 
     /// Take `t` off `c` (it blocks, exits or is preempted).
-    fn stop(&mut self, c: u32, t: Tid, state: u32) {
+    pub(crate) fn stop(&mut self, c: u32, t: Tid, state: u32) {
         self.sim.task_util(t);
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.pelt_update(c);
@@ -1199,17 +627,7 @@ impl Engine {
             None => {
                 self.sim.emit(c, ppid, ids::CTX_SWITCH, 0, pstate);
                 let now = self.sim.now;
-                // Menu-like choice: the deepest state whose target residency
-                // fits the expected idle time (rq->avg_idle).
-                let avg = self.sim.cpus[c as usize].avg_idle;
-                let st = self
-                    .sim
-                    .machine
-                    .spec
-                    .idle
-                    .iter()
-                    .rposition(|s| (s.target_residency_us * 1000) as f64 <= avg)
-                    .unwrap_or(0) as u8;
+                let st = self.sim.choose_idle_state(c);
                 let cpu = &mut self.sim.cpus[c as usize];
                 cpu.mode = Mode::Idle;
                 cpu.idle_state = st;
@@ -1258,7 +676,7 @@ impl Engine {
         Ok(())
     }
 
-    fn block(&mut self, c: u32, t: Tid, on: BlockedOn, id: u32, a: u32, state: u32) {
+    pub(crate) fn block(&mut self, c: u32, t: Tid, on: BlockedOn, id: u32, a: u32, state: u32) {
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.emit(c, pid, id, a, 0);
         let task = &mut self.sim.tasks[t as usize];
@@ -1270,254 +688,7 @@ impl Engine {
         self.sim.actions.push_back(Action::Schedule(c));
     }
 
-    /// Run `t`'s program on `c` until it computes, blocks or exits.
-    fn advance(&mut self, c: u32, t: Tid) -> Result<(), SimError> {
-        if let Some(b) = self.sim.tasks[t as usize].spinning.take() {
-            // Its spin ran out before the barrier opened (a release clears
-            // `spinning`): it sleeps there, still counted as arrived.
-            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
-            return Ok(());
-        }
-        let steps = self.sim.steps.clone();
-        loop {
-            let step = {
-                let task = &mut self.sim.tasks[t as usize];
-                let Some(fr) = task.frames.last_mut() else {
-                    self.exit(c, t);
-                    return Ok(());
-                };
-                if fr.pc >= fr.end {
-                    // End of a loop body or of the program.
-                    let now = self.sim.now;
-                    if fr.until > 0 && now < fr.until {
-                        fr.pc = fr.start;
-                    } else if fr.until == 0 && fr.left > 0 {
-                        fr.left -= 1;
-                        fr.pc = fr.start;
-                    } else {
-                        task.frames.pop();
-                    }
-                    self.zero_time()?;
-                    continue;
-                }
-                let s = &steps[fr.pc as usize];
-                fr.pc += 1;
-                s
-            };
-            self.zero_time()?;
-            let pid = self.sim.tasks[t as usize].pid;
-            let now = self.sim.now;
-            match *step {
-                Step::Compute(a) => {
-                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
-                    let cycles = a.sample(u);
-                    if cycles < 1.0 {
-                        continue;
-                    }
-                    self.sim.tasks[t as usize].remaining = cycles;
-                    self.sim.zero_time_steps = 0;
-                    self.sim.start_segment(c);
-                    return Ok(());
-                }
-                Step::Sleep(a) | Step::Io(a) => {
-                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
-                    let ns = a.sample(u).max(1.0) as u64;
-                    let io = matches!(step, Step::Io(_));
-                    let (id, st) =
-                        if io { (ids::BLOCK_IO, prev_state::BLOCKED_IO) } else { (ids::BLOCK, prev_state::BLOCKED) };
-                    self.block(c, t, BlockedOn::Timer, id, 0, st);
-                    let gen = self.sim.tasks[t as usize].block_gen;
-                    self.sim.push(now + ns, Kind::Wake, t, gen);
-                    return Ok(());
-                }
-                Step::Fork(p) => {
-                    let comm = self.sim.tasks[t as usize].comm.clone();
-                    let child = self.new_task(p, &comm, Some(t));
-                    self.sim.tasks[t as usize].children += 1;
-                    let cpid = self.sim.tasks[child as usize].pid;
-                    self.sim.emit(c, cpid, ids::FORK, pid, 0);
-                    self.sim.sink.note_process(cpid, pid, &comm, now);
-                    self.policy.init_task(&mut self.sim, child, Some(t));
-                    let w = Wake { kind: WakeKind::Fork, waker: Some(t), waker_cpu: c, sync: false };
-                    let target = self.checked_select(child, c, w);
-                    self.sim.emit(c, cpid, ids::WAKEUP_NEW, target, pid);
-                    self.sim.tasks[child as usize].cpu = target;
-                    self.sim.nr_add(target, 1);
-                    self.policy.enqueue(&mut self.sim, child, target, Enq::New);
-                    self.sim.schedutil_update(target, Some(child));
-                    self.sim.kick(target);
-                }
-                Step::Exec(ref comm) => {
-                    self.sim.emit_comm(c, pid, comm);
-                    self.sim.sink.note_process(pid, 0, comm, now);
-                    self.sim.tasks[t as usize].comm.clone_from(comm);
-                    // sched_exec: exec placement, migrating if the target
-                    // differs (MODEL-FACTS.md section 1).
-                    let w = Wake { kind: WakeKind::Exec, waker: Some(t), waker_cpu: c, sync: false };
-                    let target = self.checked_select(t, c, w);
-                    if target != c {
-                        self.stop(c, t, prev_state::RUNNABLE);
-                        self.sim.tasks[t as usize].state = TState::Runnable;
-                        self.policy.stopping(&mut self.sim, t, c, true);
-                        self.sim.migrate(t, c, target, c);
-                        self.policy.enqueue(&mut self.sim, t, target, Enq::Exec);
-                        self.sim.kick(target);
-                        self.sim.actions.push_back(Action::Schedule(c));
-                        return Ok(());
-                    }
-                }
-                Step::Wait | Step::WaitAll => {
-                    let task = &mut self.sim.tasks[t as usize];
-                    if matches!(step, Step::Wait) && task.zombies > 0 {
-                        task.zombies -= 1;
-                        continue;
-                    }
-                    if task.children == 0 {
-                        task.zombies = 0;
-                        continue;
-                    }
-                    task.wait = if matches!(step, Step::Wait) { WaitFor::One } else { WaitFor::All };
-                    self.block(c, t, BlockedOn::Child, ids::WAIT_PID, 0, prev_state::BLOCKED);
-                    return Ok(());
-                }
-                Step::Exit => {
-                    self.exit(c, t);
-                    return Ok(());
-                }
-                Step::PipeWrite(p) => {
-                    let pipe = &mut self.sim.pipes[p as usize];
-                    if pipe.msgs >= pipe.cap {
-                        pipe.writers.push_back(t);
-                        // Retry the write when woken.
-                        self.sim.tasks[t as usize].frames.last_mut().unwrap().pc -= 1;
-                        self.block(c, t, BlockedOn::PipeWrite(p), ids::BLOCK, 0, prev_state::BLOCKED);
-                        return Ok(());
-                    }
-                    pipe.msgs += 1;
-                    if let Some(r) = pipe.readers.pop_front() {
-                        // Pipe wake-ups are synchronous (WF_SYNC).
-                        self.wake(r, Some(t), true);
-                    }
-                }
-                Step::PipeRead(p) => {
-                    let pipe = &mut self.sim.pipes[p as usize];
-                    if pipe.msgs == 0 {
-                        pipe.readers.push_back(t);
-                        self.sim.tasks[t as usize].frames.last_mut().unwrap().pc -= 1;
-                        self.block(c, t, BlockedOn::PipeRead(p), ids::BLOCK, 0, prev_state::BLOCKED);
-                        return Ok(());
-                    }
-                    pipe.msgs -= 1;
-                    if let Some(w) = pipe.writers.pop_front() {
-                        self.wake(w, Some(t), true);
-                    }
-                }
-                Step::FutexWait(f) => {
-                    self.sim.futexes[f as usize].push_back(t);
-                    self.block(c, t, BlockedOn::Futex(f), ids::FUTEX_WAIT, f, prev_state::BLOCKED);
-                    return Ok(());
-                }
-                Step::FutexWake(f, n) => {
-                    let mut woken = 0;
-                    while woken < n {
-                        let Some(w) = self.sim.futexes[f as usize].pop_front() else { break };
-                        self.wake(w, Some(t), false);
-                        woken += 1;
-                    }
-                    self.sim.emit(c, pid, ids::FUTEX_WAKE, f, woken);
-                }
-                Step::Barrier(b) | Step::BarrierSpin(b, _) => {
-                    let bar = &mut self.sim.barriers[b as usize];
-                    if bar.arrived.len() as u32 + 1 >= bar.count {
-                        let waiters = std::mem::take(&mut bar.arrived);
-                        for &w in &waiters {
-                            if self.sim.tasks[w as usize].spinning.is_some() {
-                                // A spinning waiter sees the barrier open
-                                // and goes on: no wake-up.
-                                self.release_spinner(w);
-                            } else {
-                                self.wake(w, Some(t), false);
-                            }
-                        }
-                        let bar = &mut self.sim.barriers[b as usize];
-                        bar.arrived = waiters;
-                        bar.arrived.clear();
-                    } else {
-                        bar.arrived.push(t);
-                        let spin = match *step {
-                            Step::BarrierSpin(_, a) => {
-                                let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
-                                a.sample(u)
-                            }
-                            _ => 0.0,
-                        };
-                        if spin >= 1.0 {
-                            // Spin: the task keeps running, with the spin's
-                            // cycles as its work.
-                            let task = &mut self.sim.tasks[t as usize];
-                            task.spinning = Some(b);
-                            task.remaining = spin;
-                            self.sim.zero_time_steps = 0;
-                            self.sim.start_segment(c);
-                        } else {
-                            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
-                        }
-                        return Ok(());
-                    }
-                }
-                Step::Repeat(p, n) => {
-                    if n > 0 {
-                        let fr = self.sim.frame(p, n - 1, 0);
-                        self.sim.tasks[t as usize].frames.push(fr);
-                    }
-                }
-                Step::RepeatFor(p, ns) => {
-                    if ns > 0 {
-                        let fr = self.sim.frame(p, 0, now + ns);
-                        self.sim.tasks[t as usize].frames.push(fr);
-                    }
-                }
-                Step::Mark(i) => self.sim.marks[i as usize] = now,
-                Step::Measure(i) => {
-                    let d = now - self.sim.marks[i as usize].min(now);
-                    self.sim.measures += 1;
-                    // Bounded memory: keep at most 4 M samples.
-                    if self.sim.samples.len() < 4_000_000 {
-                        self.sim.samples.push(d);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The barrier a task spins at opened: it stops spinning and goes on
-    /// past the barrier, where it is (running: at once; preempted: when it
-    /// runs again). No wake-up, as it never slept.
-    fn release_spinner(&mut self, w: Tid) {
-        self.sim.tasks[w as usize].spinning = None;
-        let c = self.sim.tasks[w as usize].cpu;
-        if self.sim.tasks[w as usize].state == TState::Running {
-            self.sim.sync_progress(c);
-            self.sim.tasks[w as usize].remaining = 0.0;
-            // A segment end now: its CPU's next event carries it on.
-            self.sim.start_segment(c);
-        } else {
-            self.sim.tasks[w as usize].remaining = 0.0;
-        }
-    }
-
-    fn zero_time(&mut self) -> Result<(), SimError> {
-        self.sim.zero_time_steps += 1;
-        if self.sim.zero_time_steps > 10_000_000 {
-            return Err(SimError::Input(format!(
-                "workload {} loops without computing or blocking (at {} ns)",
-                self.sim.workload.name, self.sim.now
-            )));
-        }
-        Ok(())
-    }
-
-    fn exit(&mut self, c: u32, t: Tid) {
+    pub(crate) fn exit(&mut self, c: u32, t: Tid) {
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.emit(c, pid, ids::EXIT, 0, 0);
         self.sim.tasks[t as usize].state = TState::Dead;
@@ -1545,25 +716,5 @@ impl Engine {
             }
         }
         self.sim.actions.push_back(Action::Schedule(c));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ceil_ns;
-
-    #[test]
-    fn ceil_ns_is_ceil() {
-        let mut x = 0.0f64;
-        for v in [0.0, 0.3, 1.0, 1.0000001, 2.5, 1e15 + 0.5, 4503599627370495.5, 9007199254740993.0, 1e19, 1e30, f64::INFINITY] {
-            assert_eq!(ceil_ns(v), v.ceil() as u64, "{v}");
-        }
-        for _ in 0..100_000 {
-            x = x * 1.37 + 0.123;
-            if x > 1e12 {
-                x /= 1e9;
-            }
-            assert_eq!(ceil_ns(x), x.ceil() as u64, "{x}");
-        }
     }
 }

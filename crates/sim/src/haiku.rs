@@ -58,9 +58,9 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{Sim, Tid, TimerId};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 
 const US: u64 = 1000;

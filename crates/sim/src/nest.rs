@@ -59,9 +59,9 @@ use warmcore_trace::event::nest as membership;
 use warmcore_trace::ids;
 
 use crate::cfs::Cfs;
-use crate::engine::{Mode, Sim, Tid, TICK_NS};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::sim::{Mode, Sim, Tid, TICK_NS};
 use crate::SimError;
 
 /// shared/seeds/001 (Nest), Table 1: P_remove = 2 ticks, the delay before an

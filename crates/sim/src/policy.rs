@@ -18,7 +18,7 @@
 //! (`resched`), an idle CPU's wake-up (`kick`), a queued task's reassignment
 //! (`set_task_cpu`), timers, idle spinning and its own trace events.
 
-use crate::engine::{Sim, Tid};
+use crate::sim::{Sim, Tid};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WakeKind {

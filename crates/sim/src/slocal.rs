@@ -11,9 +11,9 @@
 //! fair class's choice: there is no waker's core to prefer there.
 
 use crate::cfs::Cfs;
-use crate::engine::{Sim, Tid};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::sim::{Sim, Tid};
 use crate::SimError;
 
 #[derive(Default, Debug)]

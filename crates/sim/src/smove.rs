@@ -30,9 +30,9 @@ use std::collections::HashMap;
 use warmcore_trace::ids;
 
 use crate::cfs::Cfs;
-use crate::engine::{Sim, Tid, TimerId};
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake};
+use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 
 /// D: shared/seeds/000, section 3.2 ("a default value of 50 us").

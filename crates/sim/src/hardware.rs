@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The hardware model, as methods on `Sim`: how fast a running task's work
+//! goes (its core's frequency, shared with an SMT sibling), the sockets'
+//! turbo ceilings, the frequency governors (the hardware's samples, or
+//! schedutil over PELT utilisation), the idle state a CPU enters, and the
+//! energy of a run. The governors' own arithmetic and the per-core energy
+//! accounting are in dvfs.rs; the machine descriptions in machine.rs.
+//!
+//! The event loop (engine.rs) and the program interpreter (interp.rs) call
+//! in here when a CPU starts or stops running, spinning or idling; what a
+//! policy can see of the result (`cur_freq`, `tick_freq`, `idle_state`) is
+//! in sim.rs.
+
+use warmcore_trace::ids;
+
+use crate::dvfs::Governor;
+use crate::engine::Kind;
+use crate::sim::{Mode, Sim, TState, Tid};
+
+// ---- execution: work done at the core's rate ----
+impl Sim {
+    /// Cycles per ns of a thread on `c` now.
+    fn rate(&self, c: u32) -> f64 {
+        let core = self.machine.cpu_core[c as usize];
+        let f = self.cores[core as usize].freq as f64 * 1e-6;
+        let sibling_busy = self.machine.core_cpus[core as usize]
+            .iter()
+            .any(|&s| s != c && self.cpus[s as usize].mode == Mode::Running);
+        if sibling_busy {
+            f * self.machine.spec.dvfs.smt_share
+        } else {
+            f
+        }
+    }
+
+    /// Account the work done by the running task on `c` since its segment
+    /// started.
+    pub(crate) fn sync_progress(&mut self, c: u32) {
+        let cpu = &mut self.cpus[c as usize];
+        if cpu.mode != Mode::Running {
+            return;
+        }
+        let Some(t) = cpu.curr else { return };
+        let done = (self.now - cpu.seg_start) as f64 * cpu.rate;
+        cpu.seg_start = self.now;
+        let task = &mut self.tasks[t as usize];
+        task.remaining = (task.remaining - done).max(0.0);
+    }
+
+    /// (Re)start the running task's segment at the current rate.
+    pub(crate) fn start_segment(&mut self, c: u32) {
+        let rate = self.rate(c);
+        let cpu = &mut self.cpus[c as usize];
+        let Some(t) = cpu.curr else { return };
+        cpu.rate = rate;
+        cpu.seg_start = self.now;
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        let gen = cpu.seg_gen;
+        // Always arm an end, even for no work left: a rate change at the very
+        // end of a segment must not lose it.
+        let rem = self.tasks[t as usize].remaining.max(0.0);
+        let dt = ceil_ns(rem / rate);
+        self.push(self.now + dt, Kind::SegEnd, c, gen);
+    }
+
+    /// A thread of `core` started or stopped running or spinning: rates,
+    /// energy, DVFS and the socket's active-core count follow.
+    pub(crate) fn core_changed(&mut self, core: u32) {
+        let now = self.now;
+        let mut threads = [0u32; 8];
+        let n = self.machine.core_cpus[core as usize].len();
+        threads[..n].copy_from_slice(&self.machine.core_cpus[core as usize]);
+        let mut running = 0u8;
+        let mut busy = false;
+        let mut shallowest = u8::MAX;
+        for &c in &threads[..n] {
+            let cpu = &self.cpus[c as usize];
+            if cpu.mode == Mode::Running {
+                running += 1;
+                busy = true;
+            } else if cpu.mode == Mode::Idle && cpu.spin_until > now {
+                busy = true;
+            }
+            let st = if cpu.mode == Mode::Idle { cpu.idle_state } else { 0 };
+            shallowest = shallowest.min(st);
+        }
+        // Rates of running threads change when a sibling starts or stops.
+        let st = &mut self.cores[core as usize];
+        let rates_change = st.running != running;
+        st.account(now, &self.machine);
+        st.running = running;
+        st.idle_state = shallowest;
+        if rates_change {
+            for &c in &threads[..n] {
+                if self.cpus[c as usize].mode == Mode::Running {
+                    self.sync_progress(c);
+                    self.start_segment(c);
+                }
+            }
+        }
+        let st = &mut self.cores[core as usize];
+        if st.busy != busy {
+            st.set_busy(now, busy, &self.machine, self.governor);
+            let socket = self.machine.core_socket[core as usize] as usize;
+            let before = self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize];
+            if busy {
+                self.socket_active[socket] += 1;
+            } else {
+                self.socket_active[socket] -= 1;
+            }
+            let after = self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize];
+            if before != after {
+                self.ceiling_changed(socket as u32, after);
+            }
+            self.dvfs_kick(core);
+        }
+    }
+}
+
+// ---- turbo ceilings and frequency changes ----
+impl Sim {
+    fn ceiling(&self, core: u32) -> u32 {
+        let socket = self.machine.core_socket[core as usize] as usize;
+        self.machine.turbo_by_active[self.socket_active[socket].max(1) as usize]
+    }
+
+    fn ceiling_changed(&mut self, socket: u32, ceiling: u32) {
+        let cpc = self.machine.spec.cores_per_socket;
+        for core in socket * cpc..(socket + 1) * cpc {
+            if self.cores[core as usize].freq > ceiling {
+                self.set_freq(core, ceiling);
+            }
+            if self.governor != Governor::Schedutil {
+                self.dvfs_kick(core);
+            }
+        }
+    }
+
+    /// Make sure a hardware-governor core has a sample pending.
+    pub(crate) fn dvfs_kick(&mut self, core: u32) {
+        if self.governor == Governor::Schedutil {
+            return;
+        }
+        let st = &mut self.cores[core as usize];
+        if st.pending {
+            return;
+        }
+        st.pending = true;
+        st.gen = st.gen.wrapping_add(1);
+        let gen = st.gen;
+        // Samples fall on a global grid of hw_sample_us.
+        let p = self.machine.spec.dvfs.hw_sample_us * 1000;
+        let at = (self.now / p + 1) * p;
+        self.push(at, Kind::Dvfs, core, gen);
+    }
+
+    /// A hardware governor's sample of `core` (its pending Dvfs event):
+    /// the core moves to the frequency asked for, and samples go on until
+    /// that frequency settles.
+    pub(crate) fn dvfs_sample(&mut self, core: u32) {
+        let ceiling = self.ceiling(core);
+        let now = self.now;
+        let (f, again) = self.cores[core as usize].hw_sample(now, &self.machine, self.governor, ceiling);
+        self.set_freq(core, f);
+        let st = &mut self.cores[core as usize];
+        st.pending = false;
+        if again {
+            self.dvfs_kick(core);
+        }
+    }
+
+    fn set_freq(&mut self, core: u32, f: u32) {
+        if self.cores[core as usize].freq == f {
+            return;
+        }
+        let now = self.now;
+        self.cores[core as usize].account(now, &self.machine);
+        let n = self.machine.core_cpus[core as usize].len();
+        for i in 0..n {
+            let c = self.machine.core_cpus[core as usize][i];
+            self.sync_progress(c);
+        }
+        self.cores[core as usize].freq = f;
+        for i in 0..n {
+            let c = self.machine.core_cpus[core as usize][i];
+            if self.cpus[c as usize].mode == Mode::Running {
+                self.start_segment(c);
+            }
+            self.emit(c, 0, ids::FREQ_CHANGE, f, 0);
+        }
+    }
+}
+
+// ---- PELT and schedutil ----
+impl Sim {
+    pub(crate) fn pelt_update(&mut self, c: u32) {
+        // PELT: 32 ms half-life (MODEL-FACTS.md section 4), continuous form.
+        // Only schedutil reads utilisations: the hardware governors skip it.
+        if self.governor != Governor::Schedutil {
+            return;
+        }
+        let cpu = &mut self.cpus[c as usize];
+        let dt = self.now - cpu.util_t;
+        if dt > 0 {
+            let target = if cpu.mode == Mode::Running { 1.0 } else { 0.0 };
+            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+            cpu.util = target + (cpu.util - target) * decay;
+            cpu.util_t = self.now;
+        }
+    }
+
+    /// Bring a task's utilisation to now: it grew while it ran, decayed
+    /// otherwise (PELT, 32 ms half-life).
+    pub(crate) fn task_util(&mut self, t: Tid) -> f64 {
+        let task = &mut self.tasks[t as usize];
+        if self.governor != Governor::Schedutil {
+            return task.util;
+        }
+        let dt = self.now.saturating_sub(task.util_t);
+        if dt > 0 {
+            let target = if task.state == TState::Running { 1.0 } else { 0.0 };
+            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+            task.util = target + (task.util - target) * decay;
+            task.util_t = self.now;
+        }
+        task.util
+    }
+
+    /// schedutil: next_f = 1.25 x f_max x util, rate limited
+    /// (MODEL-FACTS.md section 4). `enqueued`, a task just placed on `c`:
+    /// its utilisation joins the CPU's at enqueue, before it runs, as a
+    /// cfs_rq's util_avg includes its queued tasks' (a new task brings 512,
+    /// MODEL-FACTS.md section 4), so the frequency asked for at a fork or a
+    /// wake-up already counts the task.
+    pub(crate) fn schedutil_update(&mut self, c: u32, enqueued: Option<Tid>) {
+        if self.governor != Governor::Schedutil {
+            return;
+        }
+        let core = self.machine.cpu_core[c as usize];
+        let limit = self.machine.spec.dvfs.schedutil_rate_limit_us * 1000;
+        let last = self.cores[core as usize].su_last;
+        if last != u64::MAX && self.now < last + limit {
+            return;
+        }
+        let extra = enqueued.map_or(0.0, |t| self.task_util(t));
+        let n = self.machine.core_cpus[core as usize].len();
+        let mut util: f64 = 0.0;
+        for i in 0..n {
+            let s = self.machine.core_cpus[core as usize][i];
+            self.pelt_update(s);
+            let mine = if s == c { extra } else { 0.0 };
+            util = util.max((self.cpus[s as usize].util + mine).min(1.0));
+            // The CPU's utilisation includes its current task's, which a
+            // task migrating or newly created brings along.
+            if let Some(t) = self.cpus[s as usize].curr {
+                util = util.max(self.task_util(t));
+            }
+        }
+        let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
+        self.cores[core as usize].su_last = self.now;
+        self.set_freq(core, f);
+    }
+}
+
+// ---- idle states and energy ----
+impl Sim {
+    /// The idle state `c` enters now. Menu-like choice: the deepest state
+    /// whose target residency fits the expected idle time (rq->avg_idle).
+    pub(crate) fn choose_idle_state(&self, c: u32) -> u8 {
+        let avg = self.cpus[c as usize].avg_idle;
+        self.machine
+            .spec
+            .idle
+            .iter()
+            .rposition(|s| (s.target_residency_us * 1000) as f64 <= avg)
+            .unwrap_or(0) as u8
+    }
+
+    /// The energy of each socket from the start of the run to `end`: its
+    /// cores' (accounted up to `end`) and its static power.
+    pub(crate) fn energy_per_socket(&mut self, end: u64) -> Vec<f64> {
+        let mut per_socket = vec![0.0; self.machine.nr_sockets() as usize];
+        for core in 0..self.machine.nr_cores {
+            self.cores[core as usize].account(end, &self.machine);
+            per_socket[self.machine.core_socket[core as usize] as usize] += self.cores[core as usize].energy_j;
+        }
+        for e in per_socket.iter_mut() {
+            *e += self.machine.spec.power.static_w_per_socket * end as f64 * 1e-9;
+        }
+        per_socket
+    }
+}
+
+/// `x.ceil() as u64` for the non-negative durations of segments, without a
+/// call into libm (a baseline x86-64 build has no rounding instruction).
+#[inline]
+fn ceil_ns(x: f64) -> u64 {
+    // `as` truncates toward zero and saturates, as after ceil().
+    let i = x as u64;
+    if (i as f64) < x && i < u64::MAX {
+        i + 1
+    } else {
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceil_ns;
+
+    #[test]
+    fn ceil_ns_is_ceil() {
+        let mut x = 0.0f64;
+        for v in [0.0, 0.3, 1.0, 1.0000001, 2.5, 1e15 + 0.5, 4503599627370495.5, 9007199254740993.0, 1e19, 1e30, f64::INFINITY] {
+            assert_eq!(ceil_ns(v), v.ceil() as u64, "{v}");
+        }
+        for _ in 0..100_000 {
+            x = x * 1.37 + 0.123;
+            if x > 1e12 {
+                x /= 1e9;
+            }
+            assert_eq!(ceil_ns(x), x.ceil() as u64, "{x}");
+        }
+    }
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The interpreter of the tasks' programs (program.rs): `advance` runs a
+//! task's steps on its CPU until it computes, blocks or exits, with the
+//! state the steps drive: loop frames, pipes, futexes, barriers, marks and
+//! measures.
+//!
+//! It is apart from the event loop because it is the workload's semantics,
+//! not the scheduler's: a new step kind changes only this file. The task
+//! state changes that steps cause and that other events share (blocking,
+//! waking, exit and the wake-up of a waiting parent, fork's placement, the
+//! context switch) are the engine's (engine.rs); the rate at which computed
+//! work runs is the hardware model's (hardware.rs).
+
+use std::collections::VecDeque;
+
+use warmcore_trace::event::prev_state;
+use warmcore_trace::ids;
+
+use crate::engine::{Action, Engine, Kind};
+use crate::policy::{Enq, Wake, WakeKind};
+use crate::program::{ProgId, Step};
+use crate::sim::{Sim, TState, Tid};
+use crate::SimError;
+
+/// A program being run: its steps are `steps[start..end]` of the engine's
+/// flattened step table, `pc` the next one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    start: u32,
+    pc: u32,
+    end: u32,
+    /// Iterations left after this one (Repeat).
+    left: u64,
+    /// Loop until this time (RepeatFor), 0 otherwise.
+    until: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitFor {
+    None,
+    One,
+    All,
+}
+
+// The fields are read through Debug, in the deadlock message.
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BlockedOn {
+    Nothing,
+    Timer,
+    Child,
+    PipeRead(u32),
+    PipeWrite(u32),
+    Futex(u32),
+    Barrier(u32),
+}
+
+pub(crate) struct Pipe {
+    pub(crate) cap: u32,
+    pub(crate) msgs: u32,
+    pub(crate) readers: VecDeque<Tid>,
+    pub(crate) writers: VecDeque<Tid>,
+}
+
+pub(crate) struct Barrier {
+    pub(crate) count: u32,
+    pub(crate) arrived: Vec<Tid>,
+}
+
+impl Sim {
+    pub(crate) fn frame(&self, prog: ProgId, left: u64, until: u64) -> Frame {
+        let (start, end) = self.prog_span[prog as usize];
+        Frame { start, pc: start, end, left, until }
+    }
+}
+
+impl Engine {
+    /// Run `t`'s program on `c` until it computes, blocks or exits.
+    pub(crate) fn advance(&mut self, c: u32, t: Tid) -> Result<(), SimError> {
+        if let Some(b) = self.sim.tasks[t as usize].spinning.take() {
+            // Its spin ran out before the barrier opened (a release clears
+            // `spinning`): it sleeps there, still counted as arrived.
+            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
+            return Ok(());
+        }
+        let steps = self.sim.steps.clone();
+        loop {
+            let step = {
+                let task = &mut self.sim.tasks[t as usize];
+                let Some(fr) = task.frames.last_mut() else {
+                    self.exit(c, t);
+                    return Ok(());
+                };
+                if fr.pc >= fr.end {
+                    // End of a loop body or of the program.
+                    let now = self.sim.now;
+                    if fr.until > 0 && now < fr.until {
+                        fr.pc = fr.start;
+                    } else if fr.until == 0 && fr.left > 0 {
+                        fr.left -= 1;
+                        fr.pc = fr.start;
+                    } else {
+                        task.frames.pop();
+                    }
+                    self.zero_time()?;
+                    continue;
+                }
+                let s = &steps[fr.pc as usize];
+                fr.pc += 1;
+                s
+            };
+            self.zero_time()?;
+            let pid = self.sim.tasks[t as usize].pid;
+            let now = self.sim.now;
+            match *step {
+                Step::Compute(a) => {
+                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
+                    let cycles = a.sample(u);
+                    if cycles < 1.0 {
+                        continue;
+                    }
+                    self.sim.tasks[t as usize].remaining = cycles;
+                    self.sim.zero_time_steps = 0;
+                    self.sim.start_segment(c);
+                    return Ok(());
+                }
+                Step::Sleep(a) | Step::Io(a) => {
+                    let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
+                    let ns = a.sample(u).max(1.0) as u64;
+                    let io = matches!(step, Step::Io(_));
+                    let (id, st) =
+                        if io { (ids::BLOCK_IO, prev_state::BLOCKED_IO) } else { (ids::BLOCK, prev_state::BLOCKED) };
+                    self.block(c, t, BlockedOn::Timer, id, 0, st);
+                    let gen = self.sim.tasks[t as usize].block_gen;
+                    self.sim.push(now + ns, Kind::Wake, t, gen);
+                    return Ok(());
+                }
+                Step::Fork(p) => {
+                    let comm = self.sim.tasks[t as usize].comm.clone();
+                    let child = self.new_task(p, &comm, Some(t));
+                    self.sim.tasks[t as usize].children += 1;
+                    let cpid = self.sim.tasks[child as usize].pid;
+                    self.sim.emit(c, cpid, ids::FORK, pid, 0);
+                    self.sim.sink.note_process(cpid, pid, &comm, now);
+                    self.policy.init_task(&mut self.sim, child, Some(t));
+                    let w = Wake { kind: WakeKind::Fork, waker: Some(t), waker_cpu: c, sync: false };
+                    let target = self.checked_select(child, c, w);
+                    self.sim.emit(c, cpid, ids::WAKEUP_NEW, target, pid);
+                    self.sim.tasks[child as usize].cpu = target;
+                    self.sim.nr_add(target, 1);
+                    self.policy.enqueue(&mut self.sim, child, target, Enq::New);
+                    self.sim.schedutil_update(target, Some(child));
+                    self.sim.kick(target);
+                }
+                Step::Exec(ref comm) => {
+                    self.sim.emit_comm(c, pid, comm);
+                    self.sim.sink.note_process(pid, 0, comm, now);
+                    self.sim.tasks[t as usize].comm.clone_from(comm);
+                    // sched_exec: exec placement, migrating if the target
+                    // differs (MODEL-FACTS.md section 1).
+                    let w = Wake { kind: WakeKind::Exec, waker: Some(t), waker_cpu: c, sync: false };
+                    let target = self.checked_select(t, c, w);
+                    if target != c {
+                        self.stop(c, t, prev_state::RUNNABLE);
+                        self.sim.tasks[t as usize].state = TState::Runnable;
+                        self.policy.stopping(&mut self.sim, t, c, true);
+                        self.sim.migrate(t, c, target, c);
+                        self.policy.enqueue(&mut self.sim, t, target, Enq::Exec);
+                        self.sim.kick(target);
+                        self.sim.actions.push_back(Action::Schedule(c));
+                        return Ok(());
+                    }
+                }
+                Step::Wait | Step::WaitAll => {
+                    let task = &mut self.sim.tasks[t as usize];
+                    if matches!(step, Step::Wait) && task.zombies > 0 {
+                        task.zombies -= 1;
+                        continue;
+                    }
+                    if task.children == 0 {
+                        task.zombies = 0;
+                        continue;
+                    }
+                    task.wait = if matches!(step, Step::Wait) { WaitFor::One } else { WaitFor::All };
+                    self.block(c, t, BlockedOn::Child, ids::WAIT_PID, 0, prev_state::BLOCKED);
+                    return Ok(());
+                }
+                Step::Exit => {
+                    self.exit(c, t);
+                    return Ok(());
+                }
+                Step::PipeWrite(p) => {
+                    let pipe = &mut self.sim.pipes[p as usize];
+                    if pipe.msgs >= pipe.cap {
+                        pipe.writers.push_back(t);
+                        // Retry the write when woken.
+                        self.sim.tasks[t as usize].frames.last_mut().unwrap().pc -= 1;
+                        self.block(c, t, BlockedOn::PipeWrite(p), ids::BLOCK, 0, prev_state::BLOCKED);
+                        return Ok(());
+                    }
+                    pipe.msgs += 1;
+                    if let Some(r) = pipe.readers.pop_front() {
+                        // Pipe wake-ups are synchronous (WF_SYNC).
+                        self.wake(r, Some(t), true);
+                    }
+                }
+                Step::PipeRead(p) => {
+                    let pipe = &mut self.sim.pipes[p as usize];
+                    if pipe.msgs == 0 {
+                        pipe.readers.push_back(t);
+                        self.sim.tasks[t as usize].frames.last_mut().unwrap().pc -= 1;
+                        self.block(c, t, BlockedOn::PipeRead(p), ids::BLOCK, 0, prev_state::BLOCKED);
+                        return Ok(());
+                    }
+                    pipe.msgs -= 1;
+                    if let Some(w) = pipe.writers.pop_front() {
+                        self.wake(w, Some(t), true);
+                    }
+                }
+                Step::FutexWait(f) => {
+                    self.sim.futexes[f as usize].push_back(t);
+                    self.block(c, t, BlockedOn::Futex(f), ids::FUTEX_WAIT, f, prev_state::BLOCKED);
+                    return Ok(());
+                }
+                Step::FutexWake(f, n) => {
+                    let mut woken = 0;
+                    while woken < n {
+                        let Some(w) = self.sim.futexes[f as usize].pop_front() else { break };
+                        self.wake(w, Some(t), false);
+                        woken += 1;
+                    }
+                    self.sim.emit(c, pid, ids::FUTEX_WAKE, f, woken);
+                }
+                Step::Barrier(b) | Step::BarrierSpin(b, _) => {
+                    let bar = &mut self.sim.barriers[b as usize];
+                    if bar.arrived.len() as u32 + 1 >= bar.count {
+                        let waiters = std::mem::take(&mut bar.arrived);
+                        for &w in &waiters {
+                            if self.sim.tasks[w as usize].spinning.is_some() {
+                                // A spinning waiter sees the barrier open
+                                // and goes on: no wake-up.
+                                self.release_spinner(w);
+                            } else {
+                                self.wake(w, Some(t), false);
+                            }
+                        }
+                        let bar = &mut self.sim.barriers[b as usize];
+                        bar.arrived = waiters;
+                        bar.arrived.clear();
+                    } else {
+                        bar.arrived.push(t);
+                        let spin = match *step {
+                            Step::BarrierSpin(_, a) => {
+                                let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
+                                a.sample(u)
+                            }
+                            _ => 0.0,
+                        };
+                        if spin >= 1.0 {
+                            // Spin: the task keeps running, with the spin's
+                            // cycles as its work.
+                            let task = &mut self.sim.tasks[t as usize];
+                            task.spinning = Some(b);
+                            task.remaining = spin;
+                            self.sim.zero_time_steps = 0;
+                            self.sim.start_segment(c);
+                        } else {
+                            self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
+                        }
+                        return Ok(());
+                    }
+                }
+                Step::Repeat(p, n) => {
+                    if n > 0 {
+                        let fr = self.sim.frame(p, n - 1, 0);
+                        self.sim.tasks[t as usize].frames.push(fr);
+                    }
+                }
+                Step::RepeatFor(p, ns) => {
+                    if ns > 0 {
+                        let fr = self.sim.frame(p, 0, now + ns);
+                        self.sim.tasks[t as usize].frames.push(fr);
+                    }
+                }
+                Step::Mark(i) => self.sim.marks[i as usize] = now,
+                Step::Measure(i) => {
+                    let d = now - self.sim.marks[i as usize].min(now);
+                    self.sim.measures += 1;
+                    // Bounded memory: keep at most 4 M samples.
+                    if self.sim.samples.len() < 4_000_000 {
+                        self.sim.samples.push(d);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The barrier a task spins at opened: it stops spinning and goes on
+    /// past the barrier, where it is (running: at once; preempted: when it
+    /// runs again). No wake-up, as it never slept.
+    fn release_spinner(&mut self, w: Tid) {
+        self.sim.tasks[w as usize].spinning = None;
+        let c = self.sim.tasks[w as usize].cpu;
+        if self.sim.tasks[w as usize].state == TState::Running {
+            self.sim.sync_progress(c);
+            self.sim.tasks[w as usize].remaining = 0.0;
+            // A segment end now: its CPU's next event carries it on.
+            self.sim.start_segment(c);
+        } else {
+            self.sim.tasks[w as usize].remaining = 0.0;
+        }
+    }
+
+    fn zero_time(&mut self) -> Result<(), SimError> {
+        self.sim.zero_time_steps += 1;
+        if self.sim.zero_time_steps > 10_000_000 {
+            return Err(SimError::Input(format!(
+                "workload {} loops without computing or blocking (at {} ns)",
+                self.sim.workload.name, self.sim.now
+            )));
+        }
+        Ok(())
+    }
+}

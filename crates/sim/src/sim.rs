@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What a policy sees of the simulation: `Sim`, the state it reads and acts
+//! on through the methods under "what a policy may read" and "what a policy
+//! may do", and the tasks (`Task`) and CPUs (`Cpu`) in it. The `Policy`
+//! trait itself, the hooks through which the engine calls a policy, is in
+//! policy.rs.
+//!
+//! `Sim` also holds what the rest of the simulator keeps between events; the
+//! fields a policy must not touch are crate-private. The other jobs on the
+//! same state live in their own files:
+//! - engine.rs: the event loop and the scheduler core around the policy
+//!   (wake-ups, blocking, preemption, context switches, ticks);
+//! - interp.rs: the interpreter of the tasks' programs (steps, pipes,
+//!   futexes, barriers);
+//! - hardware.rs: the machine model (execution rates, SMT, turbo ceilings,
+//!   DVFS, PELT and schedutil, idle states, energy).
+
+use std::collections::VecDeque;
+
+use rand_chacha::rand_core::RngCore;
+use rand_chacha::ChaCha8Rng;
+use smallvec::SmallVec;
+use warmcore_trace::{ids, Event};
+
+use crate::dvfs::{CoreDvfs, Governor};
+use crate::engine::{Action, Kind, Sink};
+use crate::interp::{Barrier, BlockedOn, Frame, Pipe, WaitFor};
+use crate::machine::Machine;
+use crate::program::{Step, Workload};
+use crate::queue::{Entry, EventQueue, Key};
+
+pub type Tid = u32;
+
+/// The scheduler tick: HZ = 250 in the Debian configs of the papers' kernels
+/// (MODEL-FACTS.md section 0).
+pub const TICK_NS: u64 = 4_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TState {
+    Runnable,
+    Running,
+    Blocked,
+    Dead,
+}
+
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub parent: Option<Tid>,
+    pub state: TState,
+    /// The CPU it runs on, is queued on, or last ran on.
+    pub cpu: u32,
+    /// Time it last started running (ns).
+    pub last_run_ns: u64,
+    /// Program and loop bodies, innermost last (kept inline: two deep for
+    /// most workloads).
+    pub(crate) frames: SmallVec<[Frame; 2]>,
+    pub(crate) remaining: f64,
+    pub(crate) children: u32,
+    pub(crate) zombies: u32,
+    pub(crate) wait: WaitFor,
+    pub(crate) block_gen: u32,
+    pub(crate) blocked_on: BlockedOn,
+    /// The barrier it spin-waits at (Step::BarrierSpin): it stays running
+    /// (or runnable, if preempted) with the spin's cycles as its work; if
+    /// the spin runs out first it blocks on the barrier.
+    pub(crate) spinning: Option<u32>,
+    /// The task's PELT utilisation (0..1) as of `util_t`.
+    pub(crate) util: f64,
+    pub(crate) util_t: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A task runs.
+    Running,
+    /// The current task left; the next is being chosen.
+    Switching,
+    /// In an idle state.
+    Idle,
+    /// Leaving an idle state (exit latency).
+    Waking,
+}
+
+pub struct Cpu {
+    pub mode: Mode,
+    pub curr: Option<Tid>,
+    /// (pid, prev_state) of the task that left, for the next CTX_SWITCH.
+    pub(crate) prev: (u32, u32),
+    pub idle_state: u8,
+    pub idle_since: u64,
+    pub(crate) avg_idle: f64,
+    pub(crate) seg_start: u64,
+    pub(crate) rate: f64,
+    pub(crate) seg_gen: u32,
+    pub(crate) wake_gen: u32,
+    pub(crate) tick_pending: bool,
+    /// Frequency seen at the last tick on this CPU, kHz (0 before any).
+    pub tick_freq: u32,
+    /// Tasks assigned to this CPU, running or runnable.
+    pub nr: u32,
+    pub(crate) spin_until: u64,
+    pub(crate) spin_gen: u32,
+    // PELT utilisation (0..1) for schedutil, updated at state changes.
+    pub(crate) util: f64,
+    pub(crate) util_t: u64,
+}
+
+pub(crate) struct TimerSlot {
+    pub(crate) gen: u32,
+    pub(crate) token: u64,
+    pub(crate) armed: bool,
+}
+
+/// A policy timer, to cancel it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerId {
+    slot: u32,
+    gen: u32,
+}
+
+/// The state a policy sees and acts on.
+pub struct Sim {
+    pub machine: Machine,
+    pub governor: Governor,
+    pub(crate) now: u64,
+    pub(crate) seq: u64,
+    pub(crate) heap: EventQueue,
+    pub(crate) tasks: Vec<Task>,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) cores: Vec<CoreDvfs>,
+    pub(crate) socket_active: Vec<u32>,
+    pub(crate) actions: VecDeque<Action>,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) sink: Box<dyn Sink>,
+    pub(crate) sink_err: Option<String>,
+    pub(crate) events: u64,
+    pub(crate) timers: Vec<TimerSlot>,
+    pub(crate) free_timers: Vec<u32>,
+    pub(crate) workload: Workload,
+    /// Every program's steps, one after another (a frame indexes it), and
+    /// each program's range in it.
+    pub(crate) steps: std::rc::Rc<Vec<Step>>,
+    pub(crate) prog_span: Vec<(u32, u32)>,
+    pub(crate) pipes: Vec<Pipe>,
+    pub(crate) futexes: Vec<VecDeque<Tid>>,
+    pub(crate) barriers: Vec<Barrier>,
+    pub(crate) marks: Vec<u64>,
+    pub(crate) samples: Vec<u64>,
+    pub(crate) measures: u64,
+    pub(crate) alive: u32,
+    pub(crate) next_pid: u32,
+    pub(crate) migrations: u64,
+    pub(crate) last_exit: u64,
+    pub(crate) zero_time_steps: u32,
+}
+
+impl Sim {
+    // ---- what a policy may read ----
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+    pub fn nr_cpus(&self) -> u32 {
+        self.machine.nr_cpus
+    }
+    pub fn cpu(&self, c: u32) -> &Cpu {
+        &self.cpus[c as usize]
+    }
+    /// No task runs or is about to run there.
+    pub fn cpu_is_idle(&self, c: u32) -> bool {
+        let cpu = &self.cpus[c as usize];
+        cpu.nr == 0 && matches!(cpu.mode, Mode::Idle | Mode::Switching)
+    }
+    /// Exit latency of the CPU's current idle state (0 if not idle), ns.
+    pub fn idle_exit_latency(&self, c: u32) -> u64 {
+        let cpu = &self.cpus[c as usize];
+        if cpu.mode != Mode::Idle || cpu.spin_until > self.now {
+            return 0;
+        }
+        self.machine.spec.idle[cpu.idle_state as usize].exit_latency_us * 1000
+    }
+    /// Frequency at the CPU's last tick, kHz: what a scheduler can sample.
+    pub fn tick_freq(&self, c: u32) -> u32 {
+        self.cpus[c as usize].tick_freq
+    }
+    /// The exact current frequency (the simulator knows it; a kernel does not).
+    pub fn cur_freq(&self, c: u32) -> u32 {
+        self.cores[self.machine.cpu_core[c as usize] as usize].freq
+    }
+    /// EWMA of the CPU's idle periods (rq->avg_idle), ns.
+    pub fn avg_idle(&self, c: u32) -> f64 {
+        self.cpus[c as usize].avg_idle
+    }
+    pub fn task(&self, t: Tid) -> &Task {
+        &self.tasks[t as usize]
+    }
+    pub fn nr_tasks(&self) -> u32 {
+        self.tasks.len() as u32
+    }
+    /// A uniform number in [0, 1) from the run's seeded generator.
+    pub fn uniform(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    // ---- what a policy may do ----
+    /// Preempt the CPU's current task (after the current operation).
+    pub fn resched(&mut self, c: u32) {
+        self.actions.push_back(Action::Resched(c));
+    }
+    /// Wake an idle CPU so that it calls dispatch.
+    pub fn kick(&mut self, c: u32) {
+        self.actions.push_back(Action::Kick(c));
+    }
+    /// Reassign a runnable (queued, not running) task to another CPU.
+    pub fn set_task_cpu(&mut self, t: Tid, c: u32) {
+        let task = &self.tasks[t as usize];
+        if task.state != TState::Runnable || task.cpu == c {
+            return;
+        }
+        let old = task.cpu;
+        self.migrate(t, old, c, old);
+    }
+    /// Arm a timer at absolute time `at`; `token` comes back to `Policy::timer`.
+    pub fn set_timer(&mut self, at: u64, token: u64) -> TimerId {
+        let slot = match self.free_timers.pop() {
+            Some(s) => s,
+            None => {
+                self.timers.push(TimerSlot { gen: 0, token: 0, armed: false });
+                (self.timers.len() - 1) as u32
+            }
+        };
+        let ts = &mut self.timers[slot as usize];
+        ts.gen = ts.gen.wrapping_add(1);
+        ts.token = token;
+        ts.armed = true;
+        let gen = ts.gen;
+        self.push(at.max(self.now), Kind::Timer, slot, gen);
+        TimerId { slot, gen }
+    }
+    /// Cancel a timer; false if it already fired or was cancelled.
+    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+        let ts = &mut self.timers[id.slot as usize];
+        if ts.armed && ts.gen == id.gen {
+            ts.armed = false;
+            ts.gen = ts.gen.wrapping_add(1);
+            self.free_timers.push(id.slot);
+            true
+        } else {
+            false
+        }
+    }
+    /// Keep an idle CPU spinning (in C0, at its frequency) until `until` or
+    /// until it gets work.
+    pub fn spin(&mut self, c: u32, until: u64) {
+        let cpu = &mut self.cpus[c as usize];
+        if cpu.mode != Mode::Idle || until <= self.now {
+            return;
+        }
+        let was = cpu.spin_until > self.now;
+        cpu.spin_until = until;
+        cpu.spin_gen = cpu.spin_gen.wrapping_add(1);
+        let gen = cpu.spin_gen;
+        self.push(until, Kind::SpinEnd, c, gen);
+        if !was {
+            let core = self.machine.cpu_core[c as usize];
+            self.core_changed(core);
+        }
+    }
+    pub fn is_spinning(&self, c: u32) -> bool {
+        self.cpus[c as usize].spin_until > self.now && self.cpus[c as usize].mode == Mode::Idle
+    }
+    /// Record a policy's own event (NEST_CHANGE, MOVE_TIMER_*...).
+    pub fn trace(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
+        self.emit(cpu, pid, id, a, b);
+    }
+
+    // ---- internals, shared with engine.rs, interp.rs and hardware.rs ----
+    pub(crate) fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
+        self.seq += 1;
+        self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
+    }
+
+    #[inline]
+    pub(crate) fn emit(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
+        self.events += 1;
+        if let Err(e) = self.sink.emit(cpu, Event::new(self.now, pid, id, a, b)) {
+            if self.sink_err.is_none() {
+                self.sink_err = Some(e);
+            }
+        }
+    }
+
+    pub(crate) fn emit_comm(&mut self, cpu: u32, pid: u32, comm: &str) {
+        self.events += 1;
+        if let Err(e) = self.sink.emit(cpu, Event::with_comm(self.now, pid, ids::EXEC, comm)) {
+            if self.sink_err.is_none() {
+                self.sink_err = Some(e);
+            }
+        }
+    }
+
+    pub(crate) fn migrate(&mut self, t: Tid, old: u32, new: u32, on_cpu: u32) {
+        let pid = self.tasks[t as usize].pid;
+        self.emit(on_cpu, pid, ids::MIGRATE, old, new);
+        self.migrations += 1;
+        self.tasks[t as usize].cpu = new;
+        self.nr_add(old, -1);
+        self.nr_add(new, 1);
+    }
+
+    pub(crate) fn nr_add(&mut self, c: u32, d: i32) {
+        let cpu = &mut self.cpus[c as usize];
+        cpu.nr = (cpu.nr as i32 + d).max(0) as u32;
+        let nr = cpu.nr;
+        self.emit(c, 0, ids::RQ_SIZE, nr, d as u32);
+    }
+}
