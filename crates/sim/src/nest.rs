@@ -60,7 +60,7 @@ use warmcore_trace::ids;
 
 use crate::cfs::Cfs;
 use crate::machine::Machine;
-use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::policy::{OnCfs, Policy, Wake, WakeKind};
 use crate::sim::{Mode, Sim, Tid, TICK_NS};
 use crate::SimError;
 
@@ -557,13 +557,17 @@ impl Nest {
     }
 }
 
-impl Policy for Nest {
-    fn name(&self) -> String {
-        "nest".into()
+impl OnCfs for Nest {
+    fn cfs(&self) -> &Cfs {
+        &self.cfs
     }
 
-    fn init(&mut self, sim: &mut Sim) {
-        self.cfs.init(sim);
+    fn cfs_mut(&mut self) -> &mut Cfs {
+        &mut self.cfs
+    }
+
+    fn name(&self) -> String {
+        "nest".into()
     }
 
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
@@ -590,14 +594,6 @@ impl Policy for Nest {
             self.inflight[c as usize] += 1;
         }
         c
-    }
-
-    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
-        self.cfs.enqueue(sim, t, cpu, flags);
-    }
-
-    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
-        self.cfs.dispatch(sim, cpu)
     }
 
     fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
@@ -671,10 +667,6 @@ impl Policy for Nest {
             }
         }
         self.cfs.update_idle(sim, cpu, idle);
-    }
-
-    fn timer(&mut self, sim: &mut Sim, token: u64) {
-        self.cfs.timer(sim, token);
     }
 
     fn stats(&self) -> serde_json::Value {

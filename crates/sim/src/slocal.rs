@@ -12,7 +12,7 @@
 
 use crate::cfs::Cfs;
 use crate::machine::Machine;
-use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::policy::{OnCfs, Policy, Wake, WakeKind};
 use crate::sim::{Sim, Tid};
 use crate::SimError;
 
@@ -42,18 +42,15 @@ impl SLocal {
     }
 }
 
-impl Policy for SLocal {
+impl OnCfs for SLocal {
+    fn cfs(&self) -> &Cfs {
+        &self.cfs
+    }
+    fn cfs_mut(&mut self) -> &mut Cfs {
+        &mut self.cfs
+    }
     fn name(&self) -> String {
         "slocal".into()
-    }
-    fn init(&mut self, sim: &mut Sim) {
-        self.cfs.init(sim)
-    }
-    fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
-        self.cfs.init_task(sim, t, parent)
-    }
-    fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
-        self.cfs.exit_task(sim, t)
     }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake) -> u32 {
         // The fair class still sees the placement (its wakee bookkeeping and
@@ -75,27 +72,6 @@ impl Policy for SLocal {
             self.n.overridden += 1;
         }
         local
-    }
-    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
-        self.cfs.enqueue(sim, t, cpu, flags)
-    }
-    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
-        self.cfs.dispatch(sim, cpu)
-    }
-    fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
-        self.cfs.running(sim, t, cpu)
-    }
-    fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
-        self.cfs.stopping(sim, t, cpu, runnable)
-    }
-    fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
-        self.cfs.tick(sim, cpu, t)
-    }
-    fn update_idle(&mut self, sim: &mut Sim, cpu: u32, idle: bool) {
-        self.cfs.update_idle(sim, cpu, idle)
-    }
-    fn timer(&mut self, sim: &mut Sim, token: u64) {
-        self.cfs.timer(sim, token)
     }
     fn stats(&self) -> serde_json::Value {
         let n = &self.n;

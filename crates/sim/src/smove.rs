@@ -31,7 +31,7 @@ use warmcore_trace::ids;
 
 use crate::cfs::Cfs;
 use crate::machine::Machine;
-use crate::policy::{Enq, Policy, Wake};
+use crate::policy::{OnCfs, Policy, Wake};
 use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 
@@ -122,15 +122,15 @@ impl SMove {
     }
 }
 
-impl Policy for SMove {
+impl OnCfs for SMove {
+    fn cfs(&self) -> &Cfs {
+        &self.cfs
+    }
+    fn cfs_mut(&mut self) -> &mut Cfs {
+        &mut self.cfs
+    }
     fn name(&self) -> String {
         "smove".into()
-    }
-    fn init(&mut self, sim: &mut Sim) {
-        self.cfs.init(sim)
-    }
-    fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
-        self.cfs.init_task(sim, t, parent)
     }
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
         self.cancel(sim, t);
@@ -161,25 +161,12 @@ impl Policy for SMove {
         sim.trace(w.waker_cpu, pid, ids::MOVE_TIMER_ARMED, first, instead);
         instead
     }
-    fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
-        self.cfs.enqueue(sim, t, cpu, flags)
-    }
-    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
-        self.cfs.dispatch(sim, cpu)
-    }
     fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
         self.cancel(sim, t);
         self.cfs.running(sim, t, cpu)
     }
-    fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
-        self.cfs.stopping(sim, t, cpu, runnable)
-    }
-    fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
-        self.cfs.tick(sim, cpu, t)
-    }
-    fn update_idle(&mut self, sim: &mut Sim, cpu: u32, idle: bool) {
-        self.cfs.update_idle(sim, cpu, idle)
-    }
+    // Not forwarded: the fair class arms no timers, so every token is one
+    // of ours (a task).
     fn timer(&mut self, sim: &mut Sim, token: u64) {
         let t = token as Tid;
         let Some((first, _)) = self.pending.remove(&t) else { return };
