@@ -132,6 +132,8 @@ pub struct Outcome {
     pub migrations: u64,
     /// Why the run stopped early, if it did.
     pub partial: Option<String>,
+    /// The policy's scheduler was ejected (the reason is in `partial`).
+    pub ejected: bool,
     pub samples: Vec<u64>,
     pub measures: u64,
     pub policy_stats: serde_json::Value,
@@ -205,12 +207,18 @@ impl Engine {
             .max()
             .unwrap_or(0);
         let sockets = machine.nr_sockets() as usize;
-        let mut prog_span = Vec::with_capacity(workload.programs.len());
+        let mut prog_span = Vec::with_capacity(workload.programs.len() + 1);
         let mut at = 0u32;
         for p in &workload.programs {
             prog_span.push((at, at + p.steps.len() as u32));
             at += p.steps.len() as u32;
         }
+        // A daemon's program, after the workload's: one computation longer
+        // than any run (10^18 cycles, years at any frequency).
+        let daemon_prog = prog_span.len() as ProgId;
+        prog_span.push((at, at + 1));
+        let mut steps: Vec<Step> = workload.programs.iter().flat_map(|p| p.steps.iter().cloned()).collect();
+        steps.push(Step::Compute(crate::program::Amount::fixed(1e18)));
         let sim = Sim {
             governor,
             now: 0,
@@ -238,7 +246,10 @@ impl Engine {
             migrations: 0,
             last_exit: 0,
             zero_time_steps: 0,
-            steps: std::rc::Rc::new(workload.programs.iter().flat_map(|p| p.steps.iter().cloned()).collect()),
+            abort: None,
+            perf_target: None,
+            daemon_prog,
+            steps: std::rc::Rc::new(steps),
             prog_span,
             workload,
             machine,
@@ -256,6 +267,9 @@ impl Engine {
             s.emit(c, 0, ids::FREQ_CHANGE, f, 0);
         }
         self.policy.init(&mut self.sim);
+        for d in self.policy.daemons() {
+            self.spawn_daemon(&d.comm, d.cpu)?;
+        }
         let initial = self.sim.workload.initial.clone();
         for (prog, comm, cpu) in initial {
             self.spawn(prog, &comm, cpu)?;
@@ -301,6 +315,13 @@ impl Engine {
             if let Some(e) = self.sim.sink_err.take() {
                 return Err(SimError::Output(e));
             }
+            if self.sim.abort.is_some() {
+                break;
+            }
+        }
+        let ejected = self.sim.abort.is_some();
+        if let Some(why) = self.sim.abort.take() {
+            partial = Some(why);
         }
         let s = &mut self.sim;
         let end = if partial.is_some() { s.now } else { s.last_exit };
@@ -317,6 +338,7 @@ impl Engine {
             queue_events: s.seq,
             migrations: s.migrations,
             partial,
+            ejected,
             samples: std::mem::take(&mut s.samples),
             measures: s.measures,
             policy_stats: self.policy.stats(),
@@ -524,6 +546,27 @@ impl Engine {
         Ok(())
     }
 
+    /// Start a policy's daemon on its CPU (never counted in `alive`).
+    fn spawn_daemon(&mut self, comm: &str, cpu: u32) -> Result<(), SimError> {
+        if cpu >= self.sim.machine.nr_cpus {
+            return Err(SimError::Input(format!("{}: daemon {comm} wants CPU {cpu}", self.policy.name())));
+        }
+        let t = self.new_task(self.sim.daemon_prog, comm, None);
+        self.sim.alive -= 1;
+        let task = &mut self.sim.tasks[t as usize];
+        task.daemon = true;
+        task.pinned = Some(cpu);
+        task.cpu = cpu;
+        let pid = task.pid;
+        self.sim.sink.note_process(pid, 0, comm, self.sim.now);
+        self.policy.init_task(&mut self.sim, t, None);
+        self.sim.emit(cpu, pid, ids::WAKEUP_NEW, cpu, 0);
+        self.sim.nr_add(cpu, 1);
+        self.policy.enqueue(&mut self.sim, t, cpu, Enq::Initial);
+        self.sim.kick(cpu);
+        Ok(())
+    }
+
     pub(crate) fn new_task(&mut self, prog: ProgId, comm: &str, parent: Option<Tid>) -> Tid {
         let pid = self.sim.next_pid;
         self.sim.next_pid += 1;
@@ -548,6 +591,8 @@ impl Engine {
             // whatever the CPU's load).
             util: 0.5,
             util_t: self.sim.now,
+            pinned: None,
+            daemon: false,
         });
         self.sim.alive += 1;
         (self.sim.tasks.len() - 1) as Tid
@@ -637,7 +682,7 @@ impl Engine {
                 self.sim.core_changed(core);
                 self.policy.update_idle(&mut self.sim, c, true);
                 // A task may have been queued here meanwhile.
-                if self.sim.cpus[c as usize].nr > 0 {
+                if self.policy.has_work(&self.sim, c) {
                     self.sim.kick(c);
                 }
             }

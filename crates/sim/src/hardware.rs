@@ -245,6 +245,17 @@ impl Sim {
         let extra = enqueued.map_or(0.0, |t| self.task_util(t));
         let n = self.machine.core_cpus[core as usize].len();
         let mut util: f64 = 0.0;
+        if let Some(targets) = &self.perf_target {
+            // sugov_get_util with every task on sched_ext: the CPU's
+            // performance target stands for its utilisation.
+            for i in 0..n {
+                util = util.max(targets[self.machine.core_cpus[core as usize][i] as usize]);
+            }
+            let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
+            self.cores[core as usize].su_last = self.now;
+            self.set_freq(core, f);
+            return;
+        }
         for i in 0..n {
             let s = self.machine.core_cpus[core as usize][i];
             self.pelt_update(s);

@@ -17,6 +17,7 @@ pub mod queue;
 pub mod replay;
 pub mod rtapp;
 pub mod run;
+pub mod scx;
 pub mod sim;
 pub mod slocal;
 pub mod smove;

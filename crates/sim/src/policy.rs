@@ -58,6 +58,14 @@ pub enum Enq {
     Initial,
 }
 
+/// A task the policy needs beside the workload's, pinned to one CPU and
+/// always runnable (Nest's warmer threads); it does not keep a run going.
+#[derive(Clone, Debug)]
+pub struct Daemon {
+    pub comm: String,
+    pub cpu: u32,
+}
+
 pub trait Policy {
     fn name(&self) -> String;
     fn init(&mut self, _sim: &mut Sim) {}
@@ -71,6 +79,15 @@ pub trait Policy {
     fn tick(&mut self, _sim: &mut Sim, _cpu: u32, _t: Tid) {}
     fn update_idle(&mut self, _sim: &mut Sim, _cpu: u32, _idle: bool) {}
     fn timer(&mut self, _sim: &mut Sim, _token: u64) {}
+    /// Tasks to start with the workload (after `init`).
+    fn daemons(&self) -> Vec<Daemon> {
+        Vec::new()
+    }
+    /// Whether a CPU that is going idle has work it should look at again:
+    /// by default, tasks assigned to it.
+    fn has_work(&self, sim: &Sim, cpu: u32) -> bool {
+        sim.cpu(cpu).nr > 0
+    }
     /// Counters of the policy's decisions, for the JSON output.
     fn stats(&self) -> serde_json::Value {
         serde_json::Value::Null
@@ -183,9 +200,16 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         "haiku-low-latency" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::LowLatency, &params)?)),
         "haiku-power-saving" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::PowerSaving, &params)?)),
         "nest" => Ok(Box::new(crate::nest::Nest::new(machine, &params)?)),
+        "scx" => {
+            // scx:NAME[:key=value,...]: the sched_ext program's policy NAME.
+            let rest = spec.split_once(':').map_or("", |r| r.1);
+            let (scx_name, scx_params) = crate::parse_spec(rest);
+            Ok(Box::new(crate::scx::ScxPolicy::new(machine, scx_name, &scx_params)?))
+        }
         _ => Err(crate::SimError::Input(format!(
-            "unknown policy '{name}'; valid: {}",
-            POLICIES.join(", ")
+            "unknown policy '{name}'; valid: {}, {}",
+            POLICIES.join(", "),
+            crate::scx::SCX_POLICIES.iter().map(|(n, _)| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
         ))),
     }
 }

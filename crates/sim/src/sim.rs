@@ -26,7 +26,7 @@ use crate::dvfs::{CoreDvfs, Governor};
 use crate::engine::{Action, Kind, Sink};
 use crate::interp::{Barrier, BlockedOn, Frame, Pipe, WaitFor};
 use crate::machine::Machine;
-use crate::program::{Step, Workload};
+use crate::program::{ProgId, Step, Workload};
 use crate::queue::{Entry, EventQueue, Key};
 
 pub type Tid = u32;
@@ -68,6 +68,11 @@ pub struct Task {
     /// The task's PELT utilisation (0..1) as of `util_t`.
     pub(crate) util: f64,
     pub(crate) util_t: u64,
+    /// The one CPU it may run on (a policy's daemon), or None for any.
+    pub pinned: Option<u32>,
+    /// A policy's daemon: always runnable, never counted among the tasks
+    /// whose end ends the run.
+    pub daemon: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +158,13 @@ pub struct Sim {
     pub(crate) migrations: u64,
     pub(crate) last_exit: u64,
     pub(crate) zero_time_steps: u32,
+    /// Why the run must stop now (a policy's scheduler was ejected).
+    pub(crate) abort: Option<String>,
+    /// Each CPU's performance target (0..1) set by a sched_ext policy,
+    /// which schedutil reads in place of utilisation.
+    pub(crate) perf_target: Option<Vec<f64>>,
+    /// The program a daemon runs: compute for ever.
+    pub(crate) daemon_prog: ProgId,
 }
 
 impl Sim {
@@ -268,6 +280,19 @@ impl Sim {
     }
     pub fn is_spinning(&self, c: u32) -> bool {
         self.cpus[c as usize].spin_until > self.now && self.cpus[c as usize].mode == Mode::Idle
+    }
+    /// End the run now, with this reason: the policy can no longer
+    /// schedule (a sched_ext scheduler ejected).
+    pub fn abort(&mut self, why: String) {
+        if self.abort.is_none() {
+            self.abort = Some(why);
+        }
+    }
+    /// A CPU's performance target (0..1), as a sched_ext scheduler sets it
+    /// with scx_bpf_cpuperf_set: from then on schedutil follows the targets.
+    pub fn set_perf_target(&mut self, c: u32, perf: f64) {
+        let n = self.cpus.len();
+        self.perf_target.get_or_insert_with(|| vec![0.0; n])[c as usize] = perf.clamp(0.0, 1.0);
     }
     /// Record a policy's own event (NEST_CHANGE, MOVE_TIMER_*...).
     pub fn trace(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The contract between the sched_ext program built for the host (host.c)
+ * and the simulator (crates/sim/src/scx/): the kernel services the program
+ * calls, as a table of functions the simulator fills, and the entry points
+ * the simulator calls. Mirrored by `HostOps` in crates/sim/src/scx/ffi.rs;
+ * change both together.
+ *
+ * Kernel constants never cross this line: host.c turns dispatch queue ids,
+ * enqueue and wake-up flags into the small numbers below, from the vmlinux.h
+ * the program is built against, so that the simulator does not restate the
+ * kernel's ABI.
+ */
+#ifndef __WARMCORE_SCX_HOST_H
+#define __WARMCORE_SCX_HOST_H
+
+/* A dispatch queue as the simulator sees it. */
+enum wc_sim_dsq_kind {
+	WC_SIM_DSQ_USER = 0,	/* id: the program's own queue */
+	WC_SIM_DSQ_GLOBAL = 1,
+	WC_SIM_DSQ_LOCAL = 2,	/* the local queue of the CPU in context */
+	WC_SIM_DSQ_LOCAL_ON = 3,	/* id: the CPU */
+	WC_SIM_DSQ_INVALID = 4,
+};
+
+/* Enqueue flags (SCX_ENQ_*) as the simulator sees them. */
+enum wc_sim_enq {
+	WC_SIM_ENQ_WAKEUP = 1,
+	WC_SIM_ENQ_HEAD = 2,
+	WC_SIM_ENQ_PREEMPT = 4,
+	WC_SIM_ENQ_LAST = 8,
+};
+
+/* Kick flags (SCX_KICK_*). */
+enum wc_sim_kick {
+	WC_SIM_KICK_IDLE = 1,
+	WC_SIM_KICK_PREEMPT = 2,
+	WC_SIM_KICK_WAIT = 4,
+};
+
+/* Why select_cpu is called (SCX_WAKE_*); never for exec, as in the kernel. */
+enum wc_sim_wake {
+	WC_SIM_WAKE_TTWU = 0,
+	WC_SIM_WAKE_FORK = 1,
+};
+
+/* Which operations the program implements (wc_sim_ops_mask). */
+enum wc_sim_op {
+	WC_SIM_OP_SELECT_CPU = 1 << 0,
+	WC_SIM_OP_ENQUEUE = 1 << 1,
+	WC_SIM_OP_DISPATCH = 1 << 2,
+	WC_SIM_OP_RUNNING = 1 << 3,
+	WC_SIM_OP_STOPPING = 1 << 4,
+	WC_SIM_OP_TICK = 1 << 5,
+	WC_SIM_OP_UPDATE_IDLE = 1 << 6,
+	WC_SIM_OP_ENABLE = 1 << 7,
+	WC_SIM_OP_INIT_TASK = 1 << 8,
+	WC_SIM_OP_EXIT_TASK = 1 << 9,
+	WC_SIM_OP_INIT = 1 << 10,
+	WC_SIM_OP_EXIT = 1 << 11,
+};
+
+/*
+ * The kernel side, implemented by the simulator. `ctx` is the simulator's
+ * own pointer, passed back unchanged; a task is named by the simulator's
+ * task id. CPU masks are arrays of 64-bit words, bit n of word n / 64 for
+ * CPU n, at least WC_SIM_MASK_WORDS long.
+ */
+#define WC_SIM_MASK_WORDS 128
+
+struct wc_host_ops {
+	void *ctx;
+	unsigned long long (*now)(void *ctx);
+	int (*cpu)(void *ctx);
+	int (*task_cpu)(void *ctx, unsigned int tid);
+	void *(*task_from_pid)(void *ctx, int pid);
+	int (*create_dsq)(void *ctx, unsigned long long id);
+	/* vtime_ordered: insert by vtime (else FIFO, at the head with WC_SIM_ENQ_HEAD). */
+	void (*dsq_insert)(void *ctx, unsigned int tid, unsigned int kind, unsigned long long id,
+			   unsigned int vtime_ordered, unsigned long long vtime, unsigned int enq);
+	int (*dsq_move_to_local)(void *ctx, unsigned int kind, unsigned long long id);
+	int (*dsq_nr_queued)(void *ctx, unsigned int kind, unsigned long long id);
+	void (*kick_cpu)(void *ctx, int cpu, unsigned int kick);
+	int (*test_and_clear_cpu_idle)(void *ctx, int cpu);
+	int (*pick_idle_cpu)(void *ctx, const unsigned long long *allowed, unsigned int core_only);
+	int (*select_cpu_dfl)(void *ctx, unsigned int tid, int prev_cpu, unsigned int sync, unsigned int *found);
+	const unsigned long long *(*idle_mask)(void *ctx, unsigned int smt);
+	unsigned int (*cpuperf_cur)(void *ctx, int cpu);
+	void (*cpuperf_set)(void *ctx, int cpu, unsigned int perf);
+	/* A timer: slot names it; (re)arms it `after_ns` from now. */
+	void (*timer_start)(void *ctx, unsigned int slot, unsigned long long after_ns);
+	int (*timer_cancel)(void *ctx, unsigned int slot);
+	/* scx_bpf_error, scx_bpf_exit: the program stops being the scheduler. */
+	void (*error)(void *ctx, const char *msg);
+};
+
+#endif /* __WARMCORE_SCX_HOST_H */

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The sched_ext program of crates/sched, built for the host by build.rs
+//! (scx/host.c), loaded once per run.
+//!
+//! Each run loads its own copy: the shared object is written to an anonymous
+//! memory file and opened from there, and the dynamic loader counts each
+//! such file as a distinct object, so every run has its own globals, maps
+//! and masks. Runs in parallel threads (`compare`, `reproduce`, Python) never
+//! share the program's state.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+/// The host build of crates/sched/src/bpf/main.bpf.c.
+static SHARED_OBJECT: &[u8] = include_bytes!(env!("WARMCORE_SCX_SO"));
+
+/// An opaque `struct task_struct` of the program's copy.
+pub type TaskPtr = *mut c_void;
+
+/// host.h's `struct wc_host_ops`: the kernel services, implemented by the
+/// simulator (mod.rs). The field order is the C struct's.
+#[repr(C)]
+pub struct HostOps {
+    pub ctx: *mut c_void,
+    pub now: extern "C" fn(*mut c_void) -> u64,
+    pub cpu: extern "C" fn(*mut c_void) -> c_int,
+    pub task_cpu: extern "C" fn(*mut c_void, u32) -> c_int,
+    pub task_from_pid: extern "C" fn(*mut c_void, c_int) -> TaskPtr,
+    pub create_dsq: extern "C" fn(*mut c_void, u64) -> c_int,
+    pub dsq_insert: extern "C" fn(*mut c_void, u32, u32, u64, u32, u64, u32),
+    pub dsq_move_to_local: extern "C" fn(*mut c_void, u32, u64) -> c_int,
+    pub dsq_nr_queued: extern "C" fn(*mut c_void, u32, u64) -> c_int,
+    pub kick_cpu: extern "C" fn(*mut c_void, c_int, u32),
+    pub test_and_clear_cpu_idle: extern "C" fn(*mut c_void, c_int) -> c_int,
+    pub pick_idle_cpu: extern "C" fn(*mut c_void, *const u64, u32) -> c_int,
+    pub select_cpu_dfl: extern "C" fn(*mut c_void, u32, c_int, u32, *mut u32) -> c_int,
+    pub idle_mask: extern "C" fn(*mut c_void, u32) -> *const u64,
+    pub cpuperf_cur: extern "C" fn(*mut c_void, c_int) -> u32,
+    pub cpuperf_set: extern "C" fn(*mut c_void, c_int, u32),
+    pub timer_start: extern "C" fn(*mut c_void, u32, u64),
+    pub timer_cancel: extern "C" fn(*mut c_void, u32) -> c_int,
+    pub error: extern "C" fn(*mut c_void, *const c_char),
+}
+
+/// host.h's numbering of dispatch queues, flags and operations.
+pub mod abi {
+    pub const DSQ_USER: u32 = 0;
+    pub const DSQ_GLOBAL: u32 = 1;
+    pub const DSQ_LOCAL: u32 = 2;
+    pub const DSQ_LOCAL_ON: u32 = 3;
+    pub const ENQ_WAKEUP: u32 = 1;
+    pub const ENQ_HEAD: u32 = 2;
+    pub const ENQ_LAST: u32 = 8;
+    pub const KICK_PREEMPT: u32 = 2;
+    pub const WAKE_TTWU: u32 = 0;
+    pub const WAKE_FORK: u32 = 1;
+    pub const OP_ENQUEUE: u32 = 1 << 1;
+    pub const OP_DISPATCH: u32 = 1 << 2;
+    pub const OP_UPDATE_IDLE: u32 = 1 << 6;
+    pub const MASK_WORDS: usize = 128;
+}
+
+macro_rules! entry_points {
+    ($($name:ident: $ty:ty,)*) => {
+        /// The program's entry points (host.c's `wc_sim_*`).
+        #[allow(non_snake_case)]
+        pub struct Fns { $(pub $name: $ty,)* }
+        impl Fns {
+            /// # Safety
+            /// `handle` is a live dlopen handle of the host build.
+            unsafe fn resolve(handle: *mut c_void) -> Result<Fns, String> {
+                Ok(Fns { $($name: {
+                    let sym = concat!("wc_sim_", stringify!($name), "\0");
+                    // SAFETY: the symbol name is NUL-terminated; the handle is live.
+                    let p = unsafe { libc::dlsym(handle, sym.as_ptr() as *const c_char) };
+                    if p.is_null() {
+                        return Err(format!("the sched_ext program's host build lacks {}", &sym[..sym.len() - 1]));
+                    }
+                    // SAFETY: host.c defines the symbol with this signature.
+                    unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
+                },)* })
+            }
+        }
+    };
+}
+
+entry_points! {
+    attach: unsafe extern "C" fn(*const HostOps, u32) -> c_int,
+    detach: unsafe extern "C" fn(),
+    knob_set: unsafe extern "C" fn(*const c_char, u32, u64) -> c_int,
+    map: unsafe extern "C" fn(*const c_char, *mut u32, *mut u32, *mut u32, *mut u32) -> *mut u8,
+    map_update: unsafe extern "C" fn(*const c_char, *const c_void, *const c_void) -> i64,
+    task_new: unsafe extern "C" fn(u32, c_int, c_int) -> TaskPtr,
+    task_free: unsafe extern "C" fn(TaskPtr),
+    task_slice: unsafe extern "C" fn(TaskPtr) -> u64,
+    task_set_slice: unsafe extern "C" fn(TaskPtr, u64),
+    task_set_runtime: unsafe extern "C" fn(TaskPtr, u64),
+    task_set_state: unsafe extern "C" fn(TaskPtr, u32, u32),
+    slice_inf_is: unsafe extern "C" fn(u64) -> u32,
+    cpuperf_one: unsafe extern "C" fn() -> u32,
+    ops_mask: unsafe extern "C" fn() -> u32,
+    timeout_ms: unsafe extern "C" fn() -> u32,
+    select_cpu: unsafe extern "C" fn(TaskPtr, c_int, u32, u32) -> c_int,
+    enqueue: unsafe extern "C" fn(TaskPtr, u32),
+    dispatch: unsafe extern "C" fn(c_int, TaskPtr),
+    running: unsafe extern "C" fn(TaskPtr),
+    stopping: unsafe extern "C" fn(TaskPtr, u32),
+    tick: unsafe extern "C" fn(TaskPtr),
+    update_idle: unsafe extern "C" fn(c_int, u32),
+    enable: unsafe extern "C" fn(TaskPtr),
+    init_task: unsafe extern "C" fn(TaskPtr, u32) -> c_int,
+    exit_task: unsafe extern "C" fn(TaskPtr),
+    init: unsafe extern "C" fn() -> c_int,
+    exit: unsafe extern "C" fn(u32, *const c_char),
+    timer_fire: unsafe extern "C" fn(u32),
+}
+
+/// One loaded copy of the program.
+pub struct Program {
+    handle: *mut c_void,
+    fd: c_int,
+    attached: bool,
+    pub f: Fns,
+}
+
+impl Program {
+    pub fn load() -> Result<Program, String> {
+        // SAFETY: plain libc calls on a file descriptor this function owns;
+        // the buffer is the embedded shared object, valid for its length.
+        unsafe {
+            let fd = libc::memfd_create(c"warmcore-scx".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
+            }
+            let mut done = 0;
+            while done < SHARED_OBJECT.len() {
+                let n = libc::write(fd, SHARED_OBJECT[done..].as_ptr() as *const c_void, SHARED_OBJECT.len() - done);
+                if n <= 0 {
+                    let e = std::io::Error::last_os_error();
+                    libc::close(fd);
+                    return Err(format!("writing the sched_ext program to memory: {e}"));
+                }
+                done += n as usize;
+            }
+            let path = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+            let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            if handle.is_null() {
+                let why = CStr::from_ptr(libc::dlerror()).to_string_lossy().into_owned();
+                libc::close(fd);
+                return Err(format!("loading the sched_ext program: {why}"));
+            }
+            match Fns::resolve(handle) {
+                Ok(f) => Ok(Program { handle, fd, attached: false, f }),
+                Err(e) => {
+                    libc::dlclose(handle);
+                    libc::close(fd);
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// Hand the program its kernel; `ops` must stay at its address until
+    /// the program is dropped.
+    pub fn attach(&mut self, ops: *const HostOps, nr_cpus: u32) -> Result<(), String> {
+        // SAFETY: the caller keeps `ops` alive and in place for our lifetime.
+        let r = unsafe { (self.f.attach)(ops, nr_cpus) };
+        if r != 0 {
+            return Err(format!("setting up the sched_ext program's maps: error {r}"));
+        }
+        self.attached = true;
+        Ok(())
+    }
+
+    /// Set a load-time knob (a `const volatile` global of main.bpf.c).
+    pub fn set(&mut self, name: &str, index: u32, value: u64) -> Result<(), String> {
+        let c = CString::new(name).unwrap();
+        // SAFETY: a NUL-terminated name; host.c checks the index.
+        match unsafe { (self.f.knob_set)(c.as_ptr(), index, value) } {
+            0 => Ok(()),
+            e => Err(format!("the sched_ext program has no knob {name}[{index}] (error {e})")),
+        }
+    }
+
+    /// A global of the program (the loader-read `u64`s such as nr_primary).
+    pub fn global_u64(&self, name: &str) -> Option<u64> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: the handle is live; the symbol, if any, is a u64 global.
+        unsafe {
+            let p = libc::dlsym(self.handle, c.as_ptr()) as *const u64;
+            (!p.is_null()).then(|| std::ptr::read_volatile(p))
+        }
+    }
+
+    /// The values of a map: (bytes, stride of one value, entries, copies),
+    /// copies being one per CPU for a per-CPU map.
+    pub fn map(&self, name: &str) -> Option<(&[u8], usize, usize, usize)> {
+        let c = CString::new(name).ok()?;
+        let (mut ty, mut stride, mut max, mut copies) = (0u32, 0u32, 0u32, 0u32);
+        // SAFETY: out-pointers to locals; the storage lives until detach,
+        // which only Drop calls, so the borrow of self bounds it.
+        unsafe {
+            let p = (self.f.map)(c.as_ptr(), &mut ty, &mut stride, &mut max, &mut copies);
+            if p.is_null() {
+                return None;
+            }
+            let len = stride as usize * max as usize * copies as usize;
+            Some((std::slice::from_raw_parts(p, len), stride as usize, max as usize, copies as usize))
+        }
+    }
+
+    /// Insert or replace a map entry, as user space does through a map's fd.
+    pub fn map_update<K: Copy, V: Copy>(&mut self, name: &str, key: K, value: V) -> Result<(), String> {
+        let c = CString::new(name).unwrap();
+        // SAFETY: key and value are plain values read for the map's sizes,
+        // which the program declares as these types.
+        let r = unsafe {
+            (self.f.map_update)(c.as_ptr(), &key as *const K as *const c_void, &value as *const V as *const c_void)
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(format!("updating map {name}: error {r}"))
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: detach frees what attach allocated, once; then the copy
+        // is closed and no pointer into it is used again (tasks were freed
+        // by the policy before).
+        unsafe {
+            if self.attached {
+                (self.f.detach)();
+            }
+            libc::dlclose(self.handle);
+            libc::close(self.fd);
+        }
+    }
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `scx:NAME`: the sched_ext program of crates/sched run by the simulator.
+//! Deterministic versions of what the VM test checks of `warmcore sched`,
+//! on machines the VM cannot model (per-core DVFS, 4 sockets, 160 CPUs).
+
+use warmcore_sim::engine::{Engine, Limits, Outcome};
+use warmcore_sim::policy::make_policy;
+use warmcore_sim::program::{Amount, Step, Workload};
+use warmcore_sim::workloads;
+use warmcore_sim::{Governor, Machine};
+use warmcore_trace::{ids, Event};
+
+mod common;
+use common::{fork_then, Collect};
+
+fn wl(spec: &str, m: &Machine) -> Workload {
+    let (name, params) = warmcore_sim::parse_spec(spec);
+    workloads::build(name, &params, m).unwrap()
+}
+
+const MACHINES: &[&str] = &["default", "xeon-e7-8870v4", "xeon-gold-5218-2s"];
+
+fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
+    let c = Collect::default();
+    let p = make_policy(policy, m).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    let mut e = Engine::new(m.clone(), g, p, w, 1, Box::new(c.clone())).unwrap();
+    e.check_invariants = true;
+    let out = e.run(Limits::default()).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    assert!(out.partial.is_none(), "{policy}: {:?}", out.partial);
+    let evs = c.0.borrow().clone();
+    (out, evs)
+}
+
+fn of(evs: &[(u32, Event)], id: u32) -> Vec<(u32, Event)> {
+    evs.iter().filter(|(_, e)| e.id == id).cloned().collect()
+}
+
+/// CPUs on which `pid` was switched in, in order, repeats merged.
+fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == pid).map(|x| x.0).collect();
+    v.dedup();
+    v
+}
+
+fn stat(out: &Outcome, k: &str) -> u64 {
+    out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
+}
+
+/// pids of the policy's warmer threads (Nest).
+fn warmer_pids(evs: &[(u32, Event)], out: &Outcome) -> Vec<u32> {
+    let _ = out;
+    let mut v: Vec<u32> = of(evs, ids::WAKEUP_NEW).iter().filter(|(_, e)| e.b() == 0 && e.ts == 0).map(|(_, e)| e.pid).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn scx_slocal_starts_a_forked_child_on_its_parents_cpu() {
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        let (out, evs) = simulate(&m, Governor::Powersave, "scx:slocal", fork_then(true));
+        assert_eq!(ran_on(&evs, 2), vec![0], "{name}: the child ran on its parent's CPU only");
+        assert!(stat(&out, "waker_placed") >= 1, "{name}: {}", out.policy_stats);
+        // The built-in selection sends it to another, idle CPU.
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:default", fork_then(true));
+        assert_ne!(ran_on(&evs, 2)[0], 0, "{name}: scx:default puts the child on an idle CPU");
+    }
+}
+
+/// Every CPU computes for 5 ms at the start, so that each has a tick
+/// sample; 20 ms later a task on CPU 0 forks a 1 ms child and then waits at
+/// once, or computes 6 ms first.
+fn ticked_then_fork(m: &Machine, parent_waits: bool) -> Workload {
+    let mut w = Workload::new("ticked");
+    let warm = w.add("warm", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
+    for c in 1..m.nr_cpus {
+        w.initial.push((warm, format!("warm{c}"), Some(c)));
+    }
+    let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
+    let mut steps = vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Sleep(Amount::fixed(20e6)), Step::Fork(child)];
+    if !parent_waits {
+        steps.push(Step::Compute(Amount::fixed(6e6)));
+    }
+    steps.extend([Step::WaitAll, Step::Exit]);
+    let main = w.add("main", steps);
+    w.initial.insert(0, (main, "main".into(), Some(0)));
+    w
+}
+
+#[test]
+fn scx_smove_keeps_the_child_local_when_the_parent_waits_within_d() {
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        // Every tick counts as low frequency with the threshold at the top.
+        let policy = format!("scx:smove:threshold_khz={}", m.max_khz());
+        let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_fork(&m, true));
+        let child = of(&evs, ids::FORK)[0].1.pid;
+        assert_eq!(ran_on(&evs, child), vec![0], "{name}: the child ran on its parent's CPU only");
+        assert_eq!(
+            (stat(&out, "timers_armed"), stat(&out, "timers_cancelled"), stat(&out, "timers_fired")),
+            (1, 1, 0),
+            "{name}: {}",
+            out.policy_stats
+        );
+    }
+}
+
+#[test]
+fn scx_smove_moves_the_child_d_after_the_fork_when_the_parent_keeps_running() {
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        let moved = |d: u64| {
+            let policy = format!("scx:smove:threshold_khz={},delay_us={d}", m.max_khz());
+            let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_fork(&m, false));
+            let fork = of(&evs, ids::FORK)[0].1;
+            let child = fork.pid;
+            let cpus = ran_on(&evs, child);
+            assert_eq!(cpus.len(), 1, "{name}: one CPU");
+            assert_ne!(cpus[0], 0, "{name}: not the parent's");
+            assert_eq!((stat(&out, "timers_armed"), stat(&out, "timers_fired")), (1, 1), "{name}");
+            let mig = evs.iter().find(|(_, e)| e.id == ids::MIGRATE && e.pid == child).expect("the child migrated").1;
+            assert_eq!((mig.a(), mig.b()), (0, cpus[0]));
+            mig.ts - fork.ts
+        };
+        // The move waits for the chosen CPU to leave its idle state after
+        // the timer: the same in both runs, so the moves are D apart.
+        let (a, b) = (moved(50), moved(250));
+        assert!(a >= 50_000, "{name}: moved {a} ns after the fork");
+        assert_eq!(b - a, 200_000, "{name}: the move follows D exactly");
+    }
+}
+
+/// Tasks the workload created (not the policy's warmers).
+fn workload_cpus(evs: &[(u32, Event)], warmers: &[u32]) -> std::collections::BTreeSet<u32> {
+    evs.iter()
+        .filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0 && !warmers.contains(&e.a()))
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+#[test]
+fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        let w = || wl("configure:checks=40", &m);
+        let (out, evs) = simulate(&m, Governor::Powersave, "scx:nest", w());
+        let warmers = warmer_pids(&evs, &out);
+        assert_eq!(warmers.len() as u32, m.nr_cpus, "{name}: one warmer per CPU");
+        let nest = workload_cpus(&evs, &warmers);
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:default", w());
+        let default = workload_cpus(&evs, &[]);
+        assert!(nest.len() <= 2, "{name}: the chain ran on {nest:?}");
+        assert!(nest.len() < default.len(), "{name}: nest {nest:?}, default {default:?}");
+    }
+}
+
+#[test]
+fn scx_nest_leaves_no_cpu_idle_while_a_cpu_bound_task_waits() {
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        // As many 20 ms tasks as CPUs, all started on CPU 0.
+        let mut w = Workload::new("pile");
+        let busy = w.add("busy", vec![Step::Compute(Amount::work_us(20_000.0, 0.0)), Step::Exit]);
+        for i in 0..m.nr_cpus {
+            w.initial.push((busy, format!("busy{i}"), Some(0)));
+        }
+        let (out, evs) = simulate(&m, Governor::Performance, "scx:nest:warm=off", w);
+        // Each starts within a tick and the deepest idle state's exit.
+        let worst = evs
+            .iter()
+            .filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0)
+            .map(|(_, e)| e.ts)
+            .max()
+            .unwrap();
+        let deepest = m.spec.idle.iter().map(|s| s.exit_latency_us).max().unwrap() * 1000;
+        assert!(worst <= 4_000_000 + deepest, "{name}: a task waited until {worst} ns");
+        assert_eq!(workload_cpus(&evs, &[]).len() as u32, m.nr_cpus, "{name}: every CPU ran one");
+        assert!(stat(&out, "max_primary") >= m.nr_cores as u64 / 2, "{name}: {}", out.policy_stats);
+    }
+}
+
+#[test]
+fn scx_nest_grows_the_primary_nest_under_load_and_shrinks_it_after() {
+    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    // 16 tasks compute 30 ms together; then one task alone runs 1 ms and
+    // sleeps 1 ms, 100 times: its wake-ups compact the nest.
+    let mut w = Workload::new("burst");
+    let busy = w.add("busy", vec![Step::Compute(Amount::work_us(30_000.0, 0.0)), Step::Exit]);
+    let body = w.add("tail", vec![Step::Compute(Amount::work_us(1000.0, 0.0)), Step::Sleep(Amount::fixed(1e6))]);
+    let mut main: Vec<Step> = (0..16).map(|_| Step::Fork(busy)).collect();
+    main.extend([Step::WaitAll, Step::Repeat(body, 100), Step::Exit]);
+    let main = w.add("main", main);
+    w.initial.push((main, "main".into(), Some(0)));
+    let (out, _) = simulate(&m, Governor::Powersave, "scx:nest", w);
+    assert!(stat(&out, "max_primary") >= 8, "grew: {}", out.policy_stats);
+    assert!(stat(&out, "nr_primary") <= 2, "shrank: {}", out.policy_stats);
+    assert!(stat(&out, "nest_compactions") + stat(&out, "nest_demotions") > 0);
+}
+
+#[test]
+fn every_scx_policy_runs_the_stress_workloads_on_the_e7_without_ejection() {
+    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let storm = "periodic:tasks=400,run_us=100,sleep_us=100,duration_ms=30";
+    for policy in ["scx:default", "scx:slocal", "scx:smove", "scx:nest"] {
+        for spec in ["hackbench:groups=4,loops=20", "configure:checks=20", "kbuild:files=64,seq_pre=10,seq_post=5", storm] {
+            let w = wl(spec, &m);
+            let (out, _) = simulate(&m, Governor::Schedutil, policy, w);
+            // The counters are those of `warmcore sched --stats`.
+            for k in ["select_cpu", "direct_idle", "queued", "pulled", "kicks"] {
+                assert!(out.policy_stats.get(k).is_some(), "{policy} {spec}: no {k}");
+            }
+            assert!(stat(&out, "select_cpu") > 0, "{policy} {spec}");
+            assert!(stat(&out, "queued") + stat(&out, "direct_idle") > 0, "{policy} {spec}");
+        }
+    }
+}
+
+#[test]
+fn scx_runs_are_deterministic_and_independent() {
+    let m = Machine::load("default").unwrap();
+    let run = || {
+        let w = wl("hackbench:groups=2,loops=10", &m);
+        simulate(&m, Governor::Schedutil, "scx:nest", w).1
+    };
+    let a = run();
+    // Another program instance alive meanwhile must not change anything.
+    let other = make_policy("scx:nest", &m).unwrap();
+    let b = run();
+    drop(other);
+    assert_eq!(a.len(), b.len());
+    assert!(a == b, "same inputs, same events");
+    // In parallel threads, each with its own copy of the program.
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let m = Machine::load("default").unwrap();
+                let w = wl("hackbench:groups=2,loops=10", &m);
+                let c = Collect::default();
+                let p = make_policy("scx:nest", &m).unwrap();
+                let mut e = Engine::new(m, Governor::Schedutil, p, w, 1, Box::new(c.clone())).unwrap();
+                e.run(Limits::default()).unwrap();
+                let v = c.0.borrow().len();
+                v
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), a.len());
+    }
+}
+
+#[test]
+fn scx_under_schedutil_asks_for_the_top_frequency() {
+    // Enabling a sched_ext scheduler sets every CPU's performance target to
+    // the maximum, and this program never lowers it: schedutil then asks
+    // for the top frequency on every CPU that runs.
+    let m = Machine::load("default").unwrap();
+    let w = wl("configure:checks=20", &m);
+    let (_, evs) = simulate(&m, Governor::Schedutil, "scx:default", w);
+    let top = of(&evs, ids::FREQ_CHANGE).iter().map(|(_, e)| e.a()).max().unwrap();
+    assert_eq!(top, m.turbo_by_active[1]);
+}
+
+#[test]
+fn bad_scx_names_and_parameters_name_the_valid_ones() {
+    let m = Machine::load("default").unwrap();
+    let err = |s: &str| make_policy(s, &m).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err("scx:nope").contains("scx:default, scx:slocal, scx:smove, scx:nest"), "{}", err("scx:nope"));
+    assert!(err("scx:smove:dealy_us=5").contains("delay_us"), "{}", err("scx:smove:dealy_us=5"));
+    assert!(err("scx:nest:warm=maybe").contains("on or off"));
+    assert!(err("scx:smove:delay_us=0").contains("1..=1000000"));
+    assert!(err("nope").contains("scx:nest"));
+}
