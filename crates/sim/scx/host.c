@@ -254,7 +254,7 @@ long wc_host_task_storage_delete(void *def, struct task_struct *task)
 
 struct task_struct *wc_host_current_task(void)
 {
-	return NULL;
+	return H->current_task(H->ctx);
 }
 
 /* A timer lives in a map value; its slot number is kept in its opaque bytes

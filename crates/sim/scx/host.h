@@ -74,6 +74,8 @@ struct wc_host_ops {
 	int (*cpu)(void *ctx);
 	int (*task_cpu)(void *ctx, unsigned int tid);
 	void *(*task_from_pid)(void *ctx, int pid);
+	/* The task running on the CPU in context (bpf_get_current_task_btf). */
+	void *(*current_task)(void *ctx);
 	int (*create_dsq)(void *ctx, unsigned long long id);
 	/* vtime_ordered: insert by vtime (else FIFO, at the head with WC_SIM_ENQ_HEAD). */
 	void (*dsq_insert)(void *ctx, unsigned int tid, unsigned int kind, unsigned long long id,

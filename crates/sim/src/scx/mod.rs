@@ -508,6 +508,14 @@ extern "C" fn k_task_from_pid(ctx: *mut c_void, pid: c_int) -> TaskPtr {
         None => std::ptr::null_mut(),
     }
 }
+extern "C" fn k_current_task(ctx: *mut c_void) -> TaskPtr {
+    let k = kernel(ctx);
+    let cpu = k.cpu;
+    match k.sim().cpu(cpu).curr {
+        Some(t) => k.tasks.get(t as usize).and_then(Option::as_ref).map_or(std::ptr::null_mut(), |s| s.p),
+        None => std::ptr::null_mut(),
+    }
+}
 extern "C" fn k_create_dsq(ctx: *mut c_void, id: u64) -> c_int {
     let k = kernel(ctx);
     if k.user.contains_key(&id) {
@@ -765,6 +773,7 @@ impl ScxPolicy {
             cpu: k_cpu,
             task_cpu: k_task_cpu,
             task_from_pid: k_task_from_pid,
+            current_task: k_current_task,
             create_dsq: k_create_dsq,
             dsq_insert: k_dsq_insert,
             dsq_move_to_local: k_dsq_move_to_local,

@@ -25,6 +25,7 @@ pub struct HostOps {
     pub cpu: extern "C" fn(*mut c_void) -> c_int,
     pub task_cpu: extern "C" fn(*mut c_void, u32) -> c_int,
     pub task_from_pid: extern "C" fn(*mut c_void, c_int) -> TaskPtr,
+    pub current_task: extern "C" fn(*mut c_void) -> TaskPtr,
     pub create_dsq: extern "C" fn(*mut c_void, u64) -> c_int,
     pub dsq_insert: extern "C" fn(*mut c_void, u32, u32, u64, u32, u64, u32),
     pub dsq_move_to_local: extern "C" fn(*mut c_void, u32, u64) -> c_int,
