@@ -44,24 +44,31 @@ fn main() {
     fs::write(out.join("wc_scx_enum_undefs.h"), enum_undefs(&enums)).unwrap();
 
     let clang = env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
-    let so = out.join("warmcore_scx.so");
-    let status = Command::new(&clang)
-        .args(["-O2", "-g0", "-fPIC", "-shared", "-fms-extensions", "-D__SCX_TARGET_ARCH_x86"])
+    let here = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let mut args: Vec<String> = ["-O2", "-g0", "-fPIC", "-shared", "-fms-extensions", "-D__SCX_TARGET_ARCH_x86"]
+        .iter()
         // vmlinux.h's BPF-only attributes (preserve_access_index) are
         // ignored by a host build, and said so once per type.
-        .args(["-Wno-unknown-attributes", "-Wno-microsoft-anon-tag", "-Wno-unused-function"])
-        .arg(format!("-I{}", out.display()))
-        .arg(format!("-I{}", libbpf_h.display()))
-        .arg(format!("-I{}", scx_h.display()))
-        .arg(format!("-I{}/arch/x86", scx_h.display()))
-        .arg(format!("-I{}/bpf-compat", scx_h.display()))
-        .arg("-Iscx")
-        .arg("-I../sched/src/bpf")
+        .chain(&["-Wno-unknown-attributes", "-Wno-microsoft-anon-tag", "-Wno-unused-function"])
         // Every symbol resolved at link time (libc only), and the program's
         // calls bound to its own definitions: each loaded copy is closed.
-        .args(["-Wl,-z,defs", "-Wl,-Bsymbolic", "-o"])
+        .chain(&["-Wl,-z,defs", "-Wl,-Bsymbolic"])
+        .map(|s| s.to_string())
+        .collect();
+    for dir in [out.clone(), libbpf_h, scx_h.clone(), scx_h.join("arch/x86"), scx_h.join("bpf-compat"), here.join("scx")] {
+        args.push(format!("-I{}", dir.display()));
+    }
+    // Last, so that a test's variant of the program (scx::build_variant)
+    // is found first.
+    let program_dir = here.join("../sched/src/bpf");
+    fs::write(out.join("wc_scx_build.txt"), format!("{clang}\n{}\n{}\n{}\n", here.join("scx/host.c").display(), program_dir.display(), args.join("\n"))).unwrap();
+    args.push(format!("-I{}", program_dir.display()));
+    let so = out.join("warmcore_scx.so");
+    let status = Command::new(&clang)
+        .args(&args)
+        .arg("-o")
         .arg(&so)
-        .arg("scx/host.c")
+        .arg(here.join("scx/host.c"))
         .status()
         .unwrap_or_else(|e| panic!("running {clang} to build the sched_ext program for the simulator: {e}"));
     if !status.success() {

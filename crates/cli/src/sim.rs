@@ -26,7 +26,12 @@ pub struct SimArgs {
     /// Placement policy, with parameters: name[:key=value,...]. Built in:
     /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz),
     /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
-    /// r_impatient, s_max), haiku-low-latency, haiku-power-saving.
+    /// r_impatient, s_max), haiku-low-latency, haiku-power-saving: the
+    /// papers' kernel patches, modelled on the fair class. scx:NAME runs
+    /// the sched_ext program of `warmcore sched` itself, NAME one of
+    /// default, slocal, smove, nest, with its options as parameters
+    /// (scx:smove:delay_us=50 is --smove-delay-us 50, scx:nest:warm=off is
+    /// --nest-no-warm).
     #[arg(long, default_value = "cfs")]
     pub policy: String,
     /// Frequency governor: powersave (hardware-controlled), schedutil,
@@ -59,8 +64,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub workload: String,
     /// Comma-separated policies, each with its parameters
-    /// (cfs,smove:delay_us=50,threshold_khz=1200000); improvements are
-    /// relative to the first.
+    /// (cfs,smove:delay_us=50,threshold_khz=1200000,scx:nest:warm=off);
+    /// improvements are relative to the first.
     #[arg(long, default_value = "cfs")]
     pub policies: String,
     /// Frequency governor: powersave, schedutil, performance.
@@ -113,6 +118,10 @@ pub fn sim(a: SimArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print_report(&r);
+    }
+    if r.ejected {
+        // The report and the trace up to the ejection are kept.
+        bail!("{}", r.partial.as_deref().unwrap_or("the scheduler was ejected"));
     }
     Ok(())
 }

@@ -76,6 +76,9 @@ pub struct RunReport {
     pub wall_ns: u64,
     /// Why the run stopped early, if it did (the result is then partial).
     pub partial: Option<String>,
+    /// A sched_ext policy's scheduler was ejected (the reason, with its
+    /// simulated time, is in `partial`).
+    pub ejected: bool,
     pub metric: WorkloadMetric,
     pub workload_params: Vec<(String, String)>,
     pub policy_stats: serde_json::Value,
@@ -270,6 +273,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         sim_events: out.trace_events,
         wall_ns: t0.elapsed().as_nanos() as u64,
         partial: out.partial,
+        ejected: out.ejected,
         metric,
         workload_params: params,
         policy_stats: out.policy_stats,

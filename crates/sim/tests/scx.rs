@@ -291,3 +291,59 @@ fn bad_scx_names_and_parameters_name_the_valid_ones() {
     assert!(err("scx:smove:delay_us=0").contains("1..=1000000"));
     assert!(err("nope").contains("scx:nest"));
 }
+
+const PROGRAM: &str = include_str!("../../sched/src/bpf/main.bpf.c");
+
+/// A run of `policy` with a variant of main.bpf.c.
+fn simulate_variant(m: &Machine, policy: &str, source: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
+    let so = warmcore_sim::scx::build_variant(source).unwrap();
+    let spec = policy.strip_prefix("scx:").unwrap();
+    let (name, params) = warmcore_sim::parse_spec(spec);
+    let p = warmcore_sim::scx::ScxPolicy::with_program(m, name, &params, Some(&so)).unwrap();
+    let c = Collect::default();
+    let mut e = Engine::new(m.clone(), Governor::Powersave, Box::new(p), w, 1, Box::new(c.clone())).unwrap();
+    let out = e.run(Limits::default()).unwrap();
+    let evs = c.0.borrow().clone();
+    (out, evs)
+}
+
+#[test]
+fn the_simulator_runs_the_kernels_program_source() {
+    let m = Machine::load("default").unwrap();
+    // The source as it is, built again: the same run as the built-in copy.
+    let (_, same) = simulate_variant(&m, "scx:slocal", PROGRAM, fork_then(true));
+    let (_, builtin) = simulate(&m, Governor::Powersave, "scx:slocal", fork_then(true));
+    assert!(same == builtin);
+    // S_local's one line changed in main.bpf.c: the child no longer starts
+    // on its parent's CPU.
+    let waker = "\t\t\tcpu = waker;\n";
+    assert_eq!(PROGRAM.matches(waker).count(), 1, "main.bpf.c changed: update this test");
+    let changed = PROGRAM.replace(waker, "\t\t\tcpu = prev_cpu == waker ? (waker + 2) % nr_cpus : prev_cpu;\n");
+    let (_, evs) = simulate_variant(&m, "scx:slocal", &changed, fork_then(true));
+    assert_ne!(ran_on(&evs, 2), vec![0], "the change shows in the simulated run");
+}
+
+#[test]
+fn an_ejection_ends_the_run_with_its_reason_and_time() {
+    let m = Machine::load("default").unwrap();
+    // scx_bpf_error from ops.init_task of the second task.
+    let hook = "\ttctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);\n";
+    assert_eq!(PROGRAM.matches(hook).count(), 1, "main.bpf.c changed: update this test");
+    let failing = PROGRAM.replace(hook, &format!("\tif (pid == 2)\n\t\tscx_bpf_error(\"no room for %d (%s)\", pid, \"test\");\n{hook}"));
+    let (out, evs) = simulate_variant(&m, "scx:default", &failing, fork_then(false));
+    assert!(out.ejected);
+    let why = out.partial.unwrap();
+    assert!(why.contains("scx:default ejected at") && why.ends_with("no room for 2 (test)"), "{why}");
+    assert!(!evs.is_empty(), "the events up to the ejection are kept");
+
+    // A dispatch that never moves a task: a queued task waits for ever and
+    // the watchdog ejects the scheduler after timeout_ms (5 s).
+    let dispatch = "void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)\n{\n";
+    assert_eq!(PROGRAM.matches(dispatch).count(), 1, "main.bpf.c changed: update this test");
+    let stuck = PROGRAM.replace(dispatch, &format!("{dispatch}\tif (cpu >= 0)\n\t\treturn;\n"));
+    let (out, _) = simulate_variant(&m, "scx:slocal", &stuck, fork_then(false));
+    assert!(out.ejected);
+    let why = out.partial.unwrap();
+    assert!(why.contains("runnable task stall"), "{why}");
+    assert!(out.makespan_ns >= 5_000_000_000 && out.makespan_ns <= 8_000_000_000, "{}", out.makespan_ns);
+}

@@ -33,6 +33,7 @@
 //! time of 0 for "never".
 
 mod program;
+pub use program::build_variant;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -727,6 +728,16 @@ const WATCHDOG_TOKEN: u64 = u64::MAX;
 
 impl ScxPolicy {
     pub fn new(machine: &Machine, name: &str, params: &[(String, String)]) -> Result<ScxPolicy, SimError> {
+        ScxPolicy::with_program(machine, name, params, None)
+    }
+
+    /// As `new`, with another host build of the program (`build_variant`).
+    pub fn with_program(
+        machine: &Machine,
+        name: &str,
+        params: &[(String, String)],
+        shared_object: Option<&[u8]>,
+    ) -> Result<ScxPolicy, SimError> {
         let p = parse_params(name, params)?;
         if machine.nr_cpus as usize > abi::MASK_WORDS * 64 / 8 {
             return Err(SimError::Input(format!(
@@ -735,7 +746,11 @@ impl ScxPolicy {
             )));
         }
         // Boxed: the kernel keeps a pointer to its entry points.
-        let mut prog = Box::new(Program::load().map_err(SimError::Input)?);
+        let prog = match shared_object {
+            Some(so) => Program::load_from(so),
+            None => Program::load(),
+        };
+        let mut prog = Box::new(prog.map_err(SimError::Input)?);
         let n = machine.nr_cpus as usize;
         let fns: *const program::Fns = &prog.f;
         let mut k = Box::new(Kernel {

@@ -124,7 +124,13 @@ pub struct Program {
 }
 
 impl Program {
+    /// The program as built with the simulator.
     pub fn load() -> Result<Program, String> {
+        Program::load_from(SHARED_OBJECT)
+    }
+
+    /// A host build of the program (`build_variant`).
+    pub fn load_from(shared_object: &[u8]) -> Result<Program, String> {
         // SAFETY: plain libc calls on a file descriptor this function owns;
         // the buffer is the embedded shared object, valid for its length.
         unsafe {
@@ -133,8 +139,8 @@ impl Program {
                 return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
             }
             let mut done = 0;
-            while done < SHARED_OBJECT.len() {
-                let n = libc::write(fd, SHARED_OBJECT[done..].as_ptr() as *const c_void, SHARED_OBJECT.len() - done);
+            while done < shared_object.len() {
+                let n = libc::write(fd, shared_object[done..].as_ptr() as *const c_void, shared_object.len() - done);
                 if n <= 0 {
                     let e = std::io::Error::last_os_error();
                     libc::close(fd);
@@ -223,6 +229,40 @@ impl Program {
             Err(format!("updating map {name}: error {r}"))
         }
     }
+}
+
+/// Build `source`, a variant of main.bpf.c, for the host exactly as build.rs
+/// builds main.bpf.c (same compiler, flags and headers): so that a test can
+/// show that the simulator runs the program's source, and nothing else.
+pub fn build_variant(source: &str) -> Result<Vec<u8>, String> {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let build = include_str!(concat!(env!("OUT_DIR"), "/wc_scx_build.txt"));
+    let mut lines = build.lines();
+    let (clang, host_c, program_dir) = (lines.next().unwrap(), lines.next().unwrap(), lines.next().unwrap());
+    let dir = std::env::temp_dir().join(format!(
+        "warmcore-scx-variant-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(dir.join("main.bpf.c"), source).map_err(|e| e.to_string())?;
+    let so = dir.join("variant.so");
+    let out = std::process::Command::new(clang)
+        .args(lines)
+        .arg(format!("-I{}", dir.display()))
+        .arg(format!("-I{program_dir}"))
+        .arg("-o")
+        .arg(&so)
+        .arg(host_c)
+        .output()
+        .map_err(|e| format!("running {clang}: {e}"))?;
+    let r = if out.status.success() {
+        std::fs::read(&so).map_err(|e| e.to_string())
+    } else {
+        Err(format!("{clang} failed: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    r
 }
 
 impl Drop for Program {
