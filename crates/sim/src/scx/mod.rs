@@ -192,6 +192,19 @@ enum Context {
     Dispatch(u32),
 }
 
+/// A CPU mask as the program's (bit n of word n / 64 for CPU n), for the
+/// 1024 CPUs the program handles (WC_MAX_CPUS); the kernel's masks are
+/// longer, and CPUs beyond never set.
+type Mask = [u64; 16];
+
+fn mask_of(cpus: impl Iterator<Item = u32>) -> Mask {
+    let mut m = [0u64; 16];
+    for c in cpus {
+        m[c as usize / 64] |= 1 << (c % 64);
+    }
+    m
+}
+
 /// The kernel side: everything the program's kfuncs act on.
 struct Kernel {
     sim: *mut Sim,
@@ -202,7 +215,9 @@ struct Kernel {
     cpu_core: Vec<u32>,
     core_cpus: Vec<Vec<u32>>,
     cpu_die: Vec<u32>,
-    die_cpus: Vec<Vec<u32>>,
+    /// Every CPU, and each LLC's (die's) CPUs.
+    all: Mask,
+    llc_masks: Vec<Mask>,
     max_khz: u32,
     tasks: Vec<Option<TaskState>>,
     pid_tid: BTreeMap<i32, Tid>,
@@ -255,10 +270,10 @@ impl Kernel {
     fn allowed(&self, t: Tid, cpu: u32) -> bool {
         self.ts(t).pinned.is_none_or(|c| c == cpu)
     }
-    fn bit(mask: &[u64; abi::MASK_WORDS], cpu: u32) -> bool {
+    fn bit(mask: &[u64], cpu: u32) -> bool {
         mask[cpu as usize / 64] >> (cpu % 64) & 1 == 1
     }
-    fn set_bit(mask: &mut [u64; abi::MASK_WORDS], cpu: u32, on: bool) {
+    fn set_bit(mask: &mut [u64], cpu: u32, on: bool) {
         if on {
             mask[cpu as usize / 64] |= 1 << (cpu % 64);
         } else {
@@ -269,13 +284,13 @@ impl Kernel {
     /// ext_idle.c, update_builtin_idle: the CPU bit, and the core's SMT bits
     /// when all its threads are idle.
     fn set_idle(&mut self, cpu: u32, idle: bool) {
-        Self::set_bit(&mut self.idle_cpu, cpu, idle);
+        Self::set_bit(&mut self.idle_cpu[..], cpu, idle);
         if self.smt {
             let core = self.cpu_core[cpu as usize] as usize;
-            let all = self.core_cpus[core].iter().all(|&s| Self::bit(&self.idle_cpu, s));
+            let all = self.core_cpus[core].iter().all(|&s| Self::bit(&self.idle_cpu[..], s));
             for i in 0..self.core_cpus[core].len() {
                 let s = self.core_cpus[core][i];
-                Self::set_bit(&mut self.idle_smt, s, idle && all);
+                Self::set_bit(&mut self.idle_smt[..], s, idle && all);
             }
         }
     }
@@ -290,26 +305,39 @@ impl Kernel {
             let core = self.cpu_core[cpu as usize] as usize;
             for i in 0..self.core_cpus[core].len() {
                 let s = self.core_cpus[core][i];
-                Self::set_bit(&mut self.idle_smt, s, false);
+                Self::set_bit(&mut self.idle_smt[..], s, false);
             }
         }
-        let was = Self::bit(&self.idle_cpu, cpu);
-        Self::set_bit(&mut self.idle_cpu, cpu, false);
+        let was = Self::bit(&self.idle_cpu[..], cpu);
+        Self::set_bit(&mut self.idle_cpu[..], cpu, false);
         was
     }
 
     /// cpumask_any_and_distribute: the first CPU after the calling CPU's
-    /// cursor set in both masks, wrapping; the cursor moves to it.
-    fn any_and_distribute(&mut self, smt: bool, allowed: &dyn Fn(u32) -> bool) -> Option<u32> {
+    /// cursor set in both the idle mask and `allowed`, wrapping; the cursor
+    /// moves to it.
+    fn any_and_distribute(&mut self, smt: bool, allowed: &Mask) -> Option<u32> {
+        let idle = if smt { &self.idle_smt } else { &self.idle_cpu };
         let n = self.nr_cpus;
+        let words = n.div_ceil(64) as usize;
         let here = self.cpu as usize;
-        let start = self.cursor[here];
-        for i in 1..=n {
-            let c = (start + i) % n;
-            let idle = if smt { Self::bit(&self.idle_smt, c) } else { Self::bit(&self.idle_cpu, c) };
-            if idle && allowed(c) {
-                self.cursor[here] = c;
-                return Some(c);
+        let start = (self.cursor[here] + 1) % n;
+        // From `start` to the end, then from 0 to `start`.
+        let (w0, b0) = (start as usize / 64, start % 64);
+        for i in 0..=words {
+            let w = (w0 + i) % words;
+            let mut bits = idle[w] & allowed[w];
+            if i == 0 {
+                bits &= u64::MAX << b0;
+            } else if i == words {
+                bits &= !(u64::MAX << b0);
+            }
+            if bits != 0 {
+                let c = (w * 64) as u32 + bits.trailing_zeros();
+                if c < n {
+                    self.cursor[here] = c;
+                    return Some(c);
+                }
             }
         }
         None
@@ -317,7 +345,7 @@ impl Kernel {
 
     /// ext_idle.c, scx_pick_idle_cpu: a fully idle core first (with SMT),
     /// else any idle CPU, claimed.
-    fn pick_idle(&mut self, allowed: &dyn Fn(u32) -> bool, core_only: bool) -> Option<u32> {
+    fn pick_idle(&mut self, allowed: &Mask, core_only: bool) -> Option<u32> {
         loop {
             let mut found = None;
             if self.smt {
@@ -336,6 +364,14 @@ impl Kernel {
         }
     }
 
+    /// The CPUs a task may run on.
+    fn task_mask(&self, t: Tid) -> Mask {
+        match self.ts(t).pinned {
+            None => self.all,
+            Some(c) => mask_of(std::iter::once(c)),
+        }
+    }
+
     /// ext_idle.c, scx_select_cpu_dfl (the topology-aware version of 6.14
     /// and later): with WAKE_SYNC, prev if it shares the waker's LLC and is
     /// idle, else the waker's CPU if its local queue is empty and some CPU is
@@ -343,16 +379,18 @@ impl Kernel {
     /// then prev; then an idle CPU in prev's LLC, then any. Returns the CPU
     /// and whether it was found idle (and claimed).
     fn select_cpu_dfl(&mut self, t: Tid, prev: u32, sync: bool) -> (u32, bool) {
-        let pinned = self.ts(t).pinned;
-        let ok = move |c: u32| pinned.is_none_or(|p| p == c);
+        let allowed = self.task_mask(t);
         let prev = if prev < self.nr_cpus { prev } else { 0 };
-        let llc = self.cpu_die[prev as usize];
-        let split_llc = self.die_cpus.len() > 1;
-        let die = self.cpu_die.clone();
-        let in_llc = move |c: u32| ok(c) && die[c as usize] == llc;
+        let llc = self.cpu_die[prev as usize] as usize;
+        let split_llc = self.llc_masks.len() > 1;
+        let mut in_llc = allowed;
+        for (w, l) in in_llc.iter_mut().zip(self.llc_masks[llc].iter()) {
+            *w &= l;
+        }
+        let ok = |c: u32| Self::bit(&allowed, c);
         if sync {
             let waker = self.cpu;
-            if self.cpu_die[waker as usize] == llc && self.test_and_clear_idle(prev) {
+            if self.cpu_die[waker as usize] as usize == llc && self.test_and_clear_idle(prev) {
                 return (prev, true);
             }
             let curr = self.sim().cpu(waker).curr;
@@ -363,7 +401,7 @@ impl Kernel {
             }
         }
         if self.smt {
-            if Self::bit(&self.idle_smt, prev) && self.test_and_clear_idle(prev) {
+            if Self::bit(&self.idle_smt[..], prev) && self.test_and_clear_idle(prev) {
                 return (prev, true);
             }
             if split_llc {
@@ -371,7 +409,7 @@ impl Kernel {
                     return (c, true);
                 }
             }
-            if let Some(c) = self.pick_idle(&ok, true) {
+            if let Some(c) = self.pick_idle(&allowed, true) {
                 return (c, true);
             }
         }
@@ -383,7 +421,7 @@ impl Kernel {
                 return (c, true);
             }
         }
-        if let Some(c) = self.pick_idle(&ok, false) {
+        if let Some(c) = self.pick_idle(&allowed, false) {
             return (c, true);
         }
         (prev, false)
@@ -611,9 +649,9 @@ extern "C" fn k_test_and_clear_cpu_idle(ctx: *mut c_void, cpu: c_int) -> c_int {
 extern "C" fn k_pick_idle_cpu(ctx: *mut c_void, allowed: *const u64, core_only: u32) -> c_int {
     let k = kernel(ctx);
     // SAFETY: `allowed` is a cpumask of the program's (1024 bytes).
-    let mask: &[u64; abi::MASK_WORDS] = unsafe { &*(allowed as *const [u64; abi::MASK_WORDS]) };
-    let ok = |c: u32| Kernel::bit(mask, c);
-    k.pick_idle(&ok, core_only != 0).map_or(-libc::EBUSY, |c| c as c_int)
+    let mask: &Mask = unsafe { &*(allowed as *const Mask) };
+    // (The first 1024 CPUs of the kernel's longer mask.)
+    k.pick_idle(mask, core_only != 0).map_or(-libc::EBUSY, |c| c as c_int)
 }
 extern "C" fn k_select_cpu_dfl(ctx: *mut c_void, t: u32, prev: c_int, sync: u32, found: *mut u32) -> c_int {
     let k = kernel(ctx);
@@ -739,7 +777,7 @@ impl ScxPolicy {
         shared_object: Option<&[u8]>,
     ) -> Result<ScxPolicy, SimError> {
         let p = parse_params(name, params)?;
-        if machine.nr_cpus as usize > abi::MASK_WORDS * 64 / 8 {
+        if machine.nr_cpus > 1024 {
             return Err(SimError::Input(format!(
                 "scx:{name}: {} CPUs; the program handles at most 1024",
                 machine.nr_cpus
@@ -762,7 +800,8 @@ impl ScxPolicy {
             cpu_core: machine.cpu_core.clone(),
             core_cpus: machine.core_cpus.clone(),
             cpu_die: machine.cpu_die.clone(),
-            die_cpus: machine.die_cpus.clone(),
+            all: mask_of(0..machine.nr_cpus),
+            llc_masks: machine.die_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect(),
             max_khz: machine.max_khz(),
             tasks: Vec::new(),
             pid_tid: BTreeMap::new(),
