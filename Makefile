@@ -46,6 +46,8 @@ demo: build
 	@mkdir -p $(DEMO_OUT)
 	@echo "== The simulator: the Linux fair class and the papers' policies on a small machine, a configure-like fork/wait chain"
 	$(BIN) compare --machine default --workload configure --policies cfs,slocal,smove,nest --governor powersave --runs 3
+	@echo "== The sched_ext scheduler of warmcore sched, run by the simulator (scx:NAME), beside the papers' models"
+	$(BIN) compare --machine default --workload configure --policies cfs,nest,scx:default,scx:nest --governor powersave --runs 3
 	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
 	@echo "== The papers' claims re-run in the simulator (report, claims.json, figures)"

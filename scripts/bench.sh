@@ -35,6 +35,21 @@ echo "hackbench, 10,000 threads, on xeon-e7-8870v4"; sim --machine xeon-e7-8870v
 echo "wake-up storm: periodic, 1000 tasks, 100 us on / 100 us off, 160 CPUs, 10 s"
 sim --machine xeon-e7-8870v4 --workload periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=10000
 
+echo "== the sched_ext program in the simulator (scx:NAME) beside the simulator's own models, one run each, side by side"
+echo "   targets: the storm under scx:default >= 1 simulated s per wall s; scx:nest >= 1/3 of nest's events/s"
+evs() {  # events/s and simulated s per wall s of one run
+    "$BIN" sim "$@" --json >"$work/s.json"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); w=r["wall_ns"]/1e9; print(r["sim_events"]/w, r["makespan_ns"]/1e9/w, r.get("partial"))' "$work/s.json"
+}
+pair() {  # MACHINE WORKLOAD REFERENCE SCX
+    read -r e1 s1 p1 < <(evs --machine "$1" --workload "$2" --policy "$3" --governor schedutil)
+    read -r e2 s2 p2 < <(evs --machine "$1" --workload "$2" --policy "$4" --governor schedutil)
+    python3 -c 'import sys; a=sys.argv; print("  %s on %s: %s %.2f M events/s (%.2f sim s/s), %s %.2f M events/s (%.2f sim s/s); ratio %.2f; partial: %s %s" % (a[2], a[1], a[3], float(a[5])/1e6, float(a[6]), a[4], float(a[7])/1e6, float(a[8]), float(a[7])/float(a[5]), a[9], a[10]))' "$1" "$2" "$3" "$4" "$e1" "$s1" "$e2" "$s2" "$p1" "$p2"
+}
+pair xeon-e7-8870v4 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=5000 cfs scx:default
+pair xeon-gold-5218-2s configure:checks=2000 nest scx:nest
+pair xeon-e7-8870v4 kbuild:jobs=320,files=3000 nest scx:nest
+
 if [ "$(id -u)" = 0 ] && command -v perf >/dev/null; then
     echo "== tracer overhead: untraced vs warmcore record vs perf sched record"
     scripts/bench-record.sh

@@ -58,3 +58,26 @@ def test_sim_bad_input_is_one_line():
         warmcore.sim("no-such-workload")
     with pytest.raises(ValueError, match="max_time"):
         warmcore.sim("configure", max_time=-1)
+
+
+def test_sim_runs_the_sched_ext_program_in_threads():
+    # scx:NAME is the program of `warmcore sched`; each run has its own copy.
+    results = {}
+
+    def one(name):
+        results[name] = warmcore.sim("configure:checks=20", policy=name)
+
+    names = ["scx:nest", "scx:nest:warm=off", "scx:smove:delay_us=100"]
+    threads = [threading.Thread(target=one, args=(n,)) for n in names]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    again = warmcore.sim("configure:checks=20", policy="scx:nest")
+    assert results["scx:nest"]["makespan_ns"] == again["makespan_ns"]
+    assert results["scx:nest"]["policy_stats"]["nest_primary"] > 0
+    assert results["scx:nest"]["policy_stats"]["warm_spins"] > 0
+    assert results["scx:nest:warm=off"]["policy_stats"]["warm_spins"] == 0
+    assert not results["scx:nest"]["ejected"]
+    with pytest.raises(warmcore.SimError, match="scx:nest has no parameter 'spin'"):
+        warmcore.sim("configure", policy="scx:nest:spin=off")

@@ -86,16 +86,35 @@ impl Setup {
         }
     }
 
+    /// The runs of `cells`; beside each run of a paper's model (slocal,
+    /// smove, nest with their defaults), the same run of the sched_ext
+    /// program's policy of that name (scx:NAME), shown in the report but not
+    /// used by the checks.
     fn runs(&self, cells: &[Cell], trace: impl Fn(&Cell) -> bool) -> Vec<RunSpec> {
         let mut v = Vec::new();
+        let mut scx = Vec::new();
         for c in cells {
             for &seed in &self.seeds {
                 v.push(RunSpec { cell: c.clone(), seed, trace: seed == self.seeds[0] && trace(c) });
+            }
+            if SCX_TWINS.contains(&c.policy.as_str()) {
+                let twin = c.with_policy(&format!("scx:{}", c.policy));
+                if !cells.contains(&twin) && !scx.contains(&twin) {
+                    scx.push(twin);
+                }
+            }
+        }
+        for c in scx {
+            for &seed in &self.seeds {
+                v.push(RunSpec { cell: c.clone(), seed, trace: false });
             }
         }
         v
     }
 }
+
+/// The papers' policies that the sched_ext program implements too.
+pub const SCX_TWINS: &[&str] = &["slocal", "smove", "nest"];
 
 pub fn short_machine(m: &str) -> &str {
     match m {

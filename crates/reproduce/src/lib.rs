@@ -609,6 +609,19 @@ fn report_md(
         results.done.len(),
         wall
     );
+    let _ = writeln!(
+        s,
+        "Policies `slocal`, `smove` and `nest` are the simulator's models of the papers' kernel patches, built on its \
+         model of the Linux fair class; the checks use them. Beside each, `scx:NAME` is the sched_ext program that \
+         `warmcore sched` loads (crates/sched/src/bpf/main.bpf.c), run by the simulator on the same cell: the \
+         scheduler a user runs. They differ: the program's base is per-CPU vtime queues with idle CPUs pulling \
+         waiting work, not the fair class with its load balancing; S_move's timer is one per waker CPU in the \
+         program (a placement while it is busy goes to the chosen CPU at once), one per task in the model; Nest's \
+         program adds a fork hint (a fork/wait chain returns to its two cores), counts impatience, falls back and \
+         keeps cores warm in its own ways (warmer threads, not idle-loop spinning); and under schedutil every CPU \
+         running the program is asked for its top frequency, since the program sets no performance target \
+         (docs/sched-ext-in-the-simulator.md).\n"
+    );
     let _ = writeln!(s, "| id | claim | paper | simulator | reproduced |");
     let _ = writeln!(s, "|---|---|---|---|---|");
     for r in res {

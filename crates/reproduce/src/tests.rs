@@ -193,8 +193,16 @@ fn plan_dedups_runs_and_merges_trace_requests() {
     let claims: Vec<Claim> = all_claims(&s).into_iter().filter(|c| c.id == 1 || c.id == 2).collect();
     let plan = plan_runs(&claims);
     // Claim 1: 3 cells; claim 2: 8 cells of which the two cfs kbuild ones
-    // are shared with claim 1.
-    assert_eq!(plan.len(), 9);
+    // are shared with claim 1; beside each cell of a paper's policy, its
+    // sched_ext twin (scx:NAME), never traced.
+    let (scx, models): (Vec<_>, Vec<_>) = plan.iter().partition(|(r, _)| r.cell.policy.starts_with("scx:"));
+    assert_eq!(models.len(), 9);
+    for (r, _) in &models {
+        let twin = r.cell.with_policy(&format!("scx:{}", r.cell.policy));
+        let has = scx.iter().any(|(t, _)| t.cell == twin && !t.trace);
+        assert_eq!(has, crate::claims::SCX_TWINS.contains(&r.cell.policy.as_str()), "{:?}", r.cell);
+    }
+    assert!(!scx.is_empty());
     let kb = plan.iter().find(|(r, _)| r.cell == Cell::new(E7, KBUILD_FULL, "cfs", "powersave")).unwrap();
     assert!(kb.0.trace);
     assert_eq!(kb.1, vec![1, 2]);

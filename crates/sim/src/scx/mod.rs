@@ -7,8 +7,8 @@
 //!
 //! Each behaviour follows the kernel's sched_ext core (kernel/sched/ext.c and
 //! ext_idle.c, Linux 6.12 to 7.x; Documentation/scheduler/sched-ext.rst);
-//! docs/model.md says which parts are modelled and which are not. The
-//! notable choices:
+//! docs/sched-ext-in-the-simulator.md says which parts are modelled and
+//! which are not. The notable choices:
 //! - A CPU's next task comes from its local queue, then the global queue,
 //!   then `ops.dispatch` (up to 32 rounds while it moves tasks), as in
 //!   `balance_one`. When a running task is preempted, that balance runs
