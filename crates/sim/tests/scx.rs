@@ -221,9 +221,14 @@ fn scx_nest_grows_the_primary_nest_under_load_and_shrinks_it_after() {
 fn every_scx_policy_runs_the_stress_workloads_on_the_e7_without_ejection() {
     let m = Machine::load("xeon-e7-8870v4").unwrap();
     let storm = "periodic:tasks=400,run_us=100,sleep_us=100,duration_ms=30";
+    // An rt-app storm: 300 tasks of 100 us run and 100 us sleep, with a
+    // barrier every 10 periods among 20 of them, for 30 ms.
+    let rtapp = r#"{"global": {"duration": 0.03},
+        "tasks": {"storm": {"instance": 280, "loop": -1, "run": 100, "sleep": 100},
+                  "sync": {"instance": 20, "loop": -1, "phases": {"p": {"loop": 10, "run": 100, "sleep": 100}, "q": {"barrier": "b"}}}}}"#;
     for policy in ["scx:default", "scx:slocal", "scx:smove", "scx:nest"] {
-        for spec in ["hackbench:groups=4,loops=20", "configure:checks=20", "kbuild:files=64,seq_pre=10,seq_post=5", storm] {
-            let w = wl(spec, &m);
+        for spec in ["hackbench:groups=4,loops=20", "configure:checks=20", "kbuild:files=64,seq_pre=10,seq_post=5", storm, "rt-app"] {
+            let w = if spec == "rt-app" { warmcore_sim::rtapp::parse(rtapp, "storm").unwrap() } else { wl(spec, &m) };
             let (out, _) = simulate(&m, Governor::Schedutil, policy, w);
             // The counters are those of `warmcore sched --stats`.
             for k in ["select_cpu", "direct_idle", "queued", "pulled", "kicks"] {
