@@ -9,7 +9,7 @@ use warmcore_sim::{run, Governor, Machine, RunConfig};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{fork_then, Collect, SMALL_WORKLOADS};
+use common::{fork_then, of, ran_on, stat, Collect, SMALL_WORKLOADS};
 
 fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let c = Collect::default();
@@ -22,20 +22,8 @@ fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Ve
     (out, evs)
 }
 
-fn of(evs: &[(u32, Event)], id: u32) -> Vec<(u32, Event)> {
-    evs.iter().filter(|(_, e)| e.id == id).cloned().collect()
-}
 
-/// CPUs on which `pid` was switched in.
-fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
-    let mut v: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == pid).map(|x| x.0).collect();
-    v.dedup();
-    v
-}
 
-fn stat(out: &Outcome, k: &str) -> u64 {
-    out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
-}
 
 #[test]
 fn smove_keeps_a_forked_child_local_when_the_parent_waits_within_d() {

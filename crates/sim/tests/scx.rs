@@ -11,7 +11,7 @@ use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{fork_then, Collect};
+use common::{fork_then, of, ran_on, stat, Collect};
 
 fn wl(spec: &str, m: &Machine) -> Workload {
     let (name, params) = warmcore_sim::parse_spec(spec);
@@ -31,20 +31,8 @@ fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Ve
     (out, evs)
 }
 
-fn of(evs: &[(u32, Event)], id: u32) -> Vec<(u32, Event)> {
-    evs.iter().filter(|(_, e)| e.id == id).cloned().collect()
-}
 
-/// CPUs on which `pid` was switched in, in order, repeats merged.
-fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
-    let mut v: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == pid).map(|x| x.0).collect();
-    v.dedup();
-    v
-}
 
-fn stat(out: &Outcome, k: &str) -> u64 {
-    out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
-}
 
 /// pids of the policy's warmer threads (Nest): the first tasks, one per CPU,
 /// created before the workload's, each on its own CPU.

@@ -6,9 +6,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use warmcore_sim::engine::Sink;
+use warmcore_sim::engine::{Outcome, Sink};
 use warmcore_sim::program::{Amount, Step, Workload};
-use warmcore_trace::Event;
+use warmcore_trace::{ids, Event};
 
 /// Keeps every (cpu, event) the engine emits; clones share the list.
 #[derive(Clone, Default)]
@@ -52,4 +52,21 @@ pub fn fork_then(parent_waits: bool) -> Workload {
     let main = w.add("main", steps);
     w.initial.push((main, "main".into(), Some(0)));
     w
+}
+
+/// The events of one kind.
+pub fn of(evs: &[(u32, Event)], id: u32) -> Vec<(u32, Event)> {
+    evs.iter().filter(|(_, e)| e.id == id).cloned().collect()
+}
+
+/// CPUs on which `pid` was switched in, in order, repeats merged.
+pub fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == pid).map(|x| x.0).collect();
+    v.dedup();
+    v
+}
+
+/// A counter of the policy's.
+pub fn stat(out: &Outcome, k: &str) -> u64 {
+    out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
 }
