@@ -35,19 +35,24 @@ enum wc_freq_source {
 	WC_FREQ_MAP = 1,
 };
 
-/* Decision counters, one slot each in struct wc_cpu_stats.cnt. */
+/*
+ * Decision counters, one slot each in struct wc_cpu_stats.cnt. The loader
+ * names each after its enumerator, lowercased without WC_ST_ (STAT_NAMES in
+ * src/stats.rs, checked by tests/intf.rs); likewise the profiled operations
+ * below without WC_PROF_ (PROF_NAMES).
+ */
 enum wc_stat {
-	WC_ST_SELECT,		/* select_cpu calls */
+	WC_ST_SELECT_CPU,	/* select_cpu calls */
 	WC_ST_DIRECT_IDLE,	/* woken task sent straight to an idle CPU */
 	WC_ST_QUEUED,		/* task put in a CPU's queue */
 	WC_ST_PULLED,		/* an idle CPU took work from another CPU's queue */
 	WC_ST_KICKS,		/* idle CPUs woken to pull waiting work */
 	WC_ST_WAKER_PLACED,	/* task placed on the waker's CPU (slocal, smove) */
 	WC_ST_SMOVE_FAST,	/* smove: chosen CPU not at low frequency, placed there */
-	WC_ST_TIMER_ARMED,	/* smove: move timers armed */
-	WC_ST_TIMER_FIRED,	/* smove: timer expired with the task still waiting */
-	WC_ST_TIMER_CANCELLED,	/* smove: task ran before the timer (stale-flag cancel) */
-	WC_ST_TIMER_BUSY,	/* smove: waker CPU's timer in use, placed directly */
+	WC_ST_TIMERS_ARMED,	/* smove: move timers armed */
+	WC_ST_TIMERS_FIRED,	/* smove: timer expired with the task still waiting */
+	WC_ST_TIMERS_CANCELLED,	/* smove: task ran before the timer (stale-flag cancel) */
+	WC_ST_TIMERS_BUSY,	/* smove: waker CPU's timer in use, placed directly */
 	WC_ST_NEST_ATTACHED,	/* nest: attached core hit */
 	WC_ST_NEST_PRIMARY,	/* nest: idle core found in the primary nest */
 	WC_ST_NEST_RESERVE,	/* nest: idle core found in the reserve nest */

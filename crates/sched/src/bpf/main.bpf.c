@@ -372,7 +372,7 @@ static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
 		/* Not scheduled on the waker's CPU within D: move it to the CPU the
 		 * default selection chose, or to another idle one. */
 		tctx->smove_pending = 0;
-		stat_add(WC_ST_TIMER_FIRED, 1);
+		stat_add(WC_ST_TIMERS_FIRED, 1);
 		target = t->target;
 		if (!(cpu_ok(target) && scx_bpf_test_and_clear_cpu_idle(target)))
 			target = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -447,7 +447,7 @@ static s32 select_smove(struct task_struct *p, s32 prev, u64 wake_flags, bool *d
 		if (!tctx || !t)
 			goto direct;
 		if (__sync_val_compare_and_swap(&t->busy, 0, 1) != 0) {
-			stat_add(WC_ST_TIMER_BUSY, 1);
+			stat_add(WC_ST_TIMERS_BUSY, 1);
 			goto direct;
 		}
 		tctx->smove_gen++;
@@ -461,7 +461,7 @@ static s32 select_smove(struct task_struct *p, s32 prev, u64 wake_flags, bool *d
 			t->busy = 0;
 			goto direct;
 		}
-		stat_add(WC_ST_TIMER_ARMED, 1);
+		stat_add(WC_ST_TIMERS_ARMED, 1);
 		stat_add(WC_ST_WAKER_PLACED, 1);
 		return waker;
 	}
@@ -814,7 +814,7 @@ s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 	bool direct = false, idle = false;
 	s32 cpu, waker;
 
-	stat_add(WC_ST_SELECT, 1);
+	stat_add(WC_ST_SELECT_CPU, 1);
 	if (warmers_on())
 		tctx = task_ctx(p);
 	if (tctx && tctx->is_warmer) {
@@ -1015,7 +1015,7 @@ void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 	if (tctx && tctx->smove_pending) {
 		/* The stale-flag cancel: the timer callback will find it stale. */
 		tctx->smove_pending = 0;
-		stat_add(WC_ST_TIMER_CANCELLED, 1);
+		stat_add(WC_ST_TIMERS_CANCELLED, 1);
 	}
 	if (policy != WC_POLICY_NEST)
 		goto out;
