@@ -3,7 +3,10 @@
 # A short fuzz pass over every fuzz target, seeded from the kept corpus
 # (fuzz/corpus/<target>). New inputs go to a scratch directory, so a test run
 # leaves the tree as it was; a crash fails the run and leaves its input in
-# fuzz/artifacts/. FUZZ_SECONDS sets the time per target (default 20).
+# fuzz/artifacts/. FUZZ_SECONDS sets the time per target (default 20: with
+# the 7 targets, the trace reader and importers and the machine, workload and
+# rt-app parsers, about 2.5 minutes once built; keep the total under about 3
+# minutes when adding targets, lowering the default if needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}

@@ -9,7 +9,9 @@ allowed: column names and named constants, numbers, strings, ``True`` and
 membership ``x in [1, 2, 3]`` and ``x not in ("sh", "cc1")`` over a literal
 list, tuple or set. Anything else, a function call, an attribute, a
 subscript, a lambda, a comprehension, is rejected with a message that names
-what was found and what was expected.
+what was found and what was expected; so is an expression that nests more
+than ``MAX_DEPTH`` deep (each ``+`` of a chain such as ``a + b + c`` is one
+level).
 
 Evaluation is vectorised: names are bound to numpy arrays or pandas Series
 (one value per row) or to scalars, and ``and``/``or``/``not`` become the
@@ -20,6 +22,7 @@ numpy passes.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -34,6 +37,10 @@ _ARITH = {
     ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
     ast.FloorDiv: np.floor_divide, ast.Mod: np.mod,
 }
+
+# The deepest expression tree accepted: far past any query a person writes,
+# far inside Python's recursion limit for checking and evaluating it.
+MAX_DEPTH = 100
 
 _EXPECTED = ("expected a column, a number, a string, arithmetic, a comparison, "
              "and/or/not or `in [...]`")
@@ -79,9 +86,17 @@ def parse(text: str, known: set[str] | None = None) -> Expr:
     if "\n" in src:
         raise ExprError("expected an expression on one line")
     try:
-        tree = ast.parse(src, mode="eval")
+        with warnings.catch_warnings():
+            # Python's own warnings ("invalid decimal literal") are not ours to print.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(src, mode="eval")
     except SyntaxError as e:
         raise ExprError(f"expected an expression: {e.msg}", (e.offset or 1) - 1) from None
+    except (RecursionError, MemoryError):
+        # Python's parser gives up on deep nesting with these.
+        raise ExprError(f"expected an expression nested at most {MAX_DEPTH} deep") from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise ExprError(f"expected an expression nested at most {MAX_DEPTH} deep")
     names: set[str] = set()
     _check(tree.body, names, in_list=False)
     if known is not None:
@@ -90,6 +105,18 @@ def parse(text: str, known: set[str] | None = None) -> Expr:
                 raise ExprError(f"unknown column {n!r}: expected one of {', '.join(sorted(known))}",
                                 _find_name(tree, n))
     return Expr(src, tree, frozenset(names))
+
+
+def _depth(root) -> int:
+    """How deeply the tree nests, walked without recursion (checking and
+    evaluating recurse, so they get only trees of a bounded depth)."""
+    deepest, todo = 0, [(root, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        if d <= MAX_DEPTH:
+            todo.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _find_name(tree, name):

@@ -162,6 +162,8 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
             d = json.loads(text)
         except json.JSONDecodeError as e:
             raise ViewError(f"{path}:{e.lineno}: expected JSON: {e.msg}") from None
+        except RecursionError:
+            raise ViewError(f"{path}:1: expected JSON nested less deeply") from None
     else:
         try:
             d = tomllib.loads(text)
@@ -169,6 +171,8 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
             m = re.search(r"line (\d+)", str(e))
             line = m.group(1) if m else "1"
             raise ViewError(f"{path}:{line}: expected TOML: {str(e).split(' (at')[0]}") from None
+        except RecursionError:
+            raise ViewError(f"{path}:1: expected TOML nested less deeply") from None
     if not isinstance(d, dict):
         raise ViewError(f"{path}:1: expected a table of view settings")
 
@@ -191,8 +195,14 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
     if shape not in ("segments", "marks"):
         fail(f"shape: expected \"segments\" or \"marks\", found {shape!r}", "shape")
     events = d.get("events")
-    if events is not None and (not isinstance(events, list) or not all(isinstance(e, (str, int)) for e in events)):
+    if events is not None and (not isinstance(events, list) or not all(_is_event(e) for e in events)):
         fail("events: expected a list of event names", "events")
+    for k in ("name", "title"):
+        if k in d and not isinstance(d[k], str):
+            fail(f"{k}: expected a string, found {d[k]!r}", k)
+    for k in ("derive", "hover"):
+        if not isinstance(d.get(k, []), list):
+            fail(f"{k}: expected a list, found {d[k]!r}", k)
 
     known = set(BASE_COLUMNS) | CONSTANTS
     derives = []
@@ -212,12 +222,17 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
         if kind == "expr":
             ex = expr(arg, f"derive {name!r}", known, here)
         elif kind in ("next", "comm_of"):
-            if arg not in known:
+            if not isinstance(arg, str) or arg not in known:
                 fail(f"derive {name!r}: {kind} = {arg!r}: expected a column, one of {', '.join(sorted(known))}", kind, here)
         elif kind == "pair":
-            if not isinstance(arg, dict) or "begin" not in arg or "end" not in arg:
+            if (not isinstance(arg, dict) or set(arg) - {"begin", "end", "column"}
+                    or not all(_is_event_or_events(arg.get(k)) for k in ("begin", "end"))):
                 fail(f"derive {name!r}: expected pair = {{ begin = \"EVENT\", end = [\"EVENT\", ...] }}", "pair", here)
-            arg = {"begin": _as_list(arg["begin"]), "end": _as_list(arg["end"]), "column": arg.get("column", "ts")}
+            column = arg.get("column", "ts")
+            if not isinstance(column, str) or column not in known:
+                fail(f"derive {name!r}: pair column = {column!r}: expected a column, one of {', '.join(sorted(known))}",
+                     "column", here)
+            arg = {"begin": _as_list(arg["begin"]), "end": _as_list(arg["end"]), "column": column}
         elif kind == "frequency" and arg is not True:
             fail(f"derive {name!r}: expected frequency = true", "frequency", here)
         derives.append(Derive(name, kind, arg, ex))
@@ -226,11 +241,11 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
     where = expr(d["where"], "where", known) if "where" in d else None
     begin, end = d.get("begin", "ts"), d.get("end", "ts" if shape == "marks" else "end")
     for k, v in (("begin", begin), ("end", end)):
-        if v not in known:
+        if not isinstance(v, str) or v not in known:
             fail(f"{k}: expected a column, one of {', '.join(sorted(known))}; found {v!r}", k)
     hover = d.get("hover", [])
     for h in hover:
-        if h not in known:
+        if not isinstance(h, str) or h not in known:
             fail(f"hover: expected columns, one of {', '.join(sorted(known))}; found {h!r}", "hover")
 
     cats = []
@@ -246,7 +261,7 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
         if not isinstance(color, str) or not re.fullmatch(r"#[0-9A-Fa-f]{6}|[a-z]+", color):
             fail(f"category {label!r}: color: expected \"#rrggbb\" or a CSS colour name", str(color))
         cb = c.get("color_by")
-        if cb is not None and cb not in known:
+        if cb is not None and (not isinstance(cb, str) or cb not in known):
             fail(f"category {label!r}: color_by: expected a column; found {cb!r}", str(cb))
         bad = set(c) - {"label", "query", "color", "color_by"}
         if bad:
@@ -256,6 +271,15 @@ def parse(text: str, path: str = "<view>", json_format: bool = False) -> View:
     name = d.get("name", pathlib.Path(path).stem)
     return View(name=name, title=d.get("title", name), shape=shape, events=events, begin=begin, end=end,
                 where=where, derive=derives, categories=cats, hover=list(hover), source=path)
+
+
+def _is_event(e) -> bool:
+    """An event name, or an event id."""
+    return isinstance(e, str) or (isinstance(e, int) and not isinstance(e, bool))
+
+
+def _is_event_or_events(v) -> bool:
+    return _is_event(v) or (isinstance(v, list) and bool(v) and all(_is_event(e) for e in v))
 
 
 def _as_list(v):

@@ -51,12 +51,24 @@ fn exit_with(code: i32) {
     }
 }
 
+/// The command line, every command of which takes a negative number as an
+/// option's value: `--run-for -1` then reaches the option's parser, which
+/// names the range it takes, instead of reading as an unknown flag `-1`.
+fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command {
+        let subs: Vec<String> = c.get_subcommands().map(|s| s.get_name().to_string()).collect();
+        subs.into_iter().fold(c.allow_negative_numbers(true), |c, s| c.mut_subcommand(s, negatives))
+    }
+    negatives(<Cli as clap::CommandFactory>::command())
+}
+
 /// A command-line error in one line, as every other error: clap's message,
 /// its tip if it has one, and which `--help` to read. Help and version
 /// requests print as clap prints them.
 fn parse_args() -> Cli {
     use clap::error::ErrorKind;
-    let e = match Cli::try_parse() {
+    use clap::FromArgMatches;
+    let e = match command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => return cli,
         Err(e) => e,
     };

@@ -23,8 +23,8 @@ pub struct RecordArgs {
     #[arg(long)]
     cgroup: Option<PathBuf>,
     /// Stop after this many seconds.
-    #[arg(long)]
-    duration: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
+    duration: Option<Duration>,
     /// Events to record, comma-separated (default: all), e.g. ctx_switch,wakeup,tick.
     #[arg(long, value_delimiter = ',')]
     events: Option<Vec<String>>,
@@ -50,12 +50,7 @@ pub fn run(a: RecordArgs) -> Result<()> {
     o.cpus = a.cpus.as_deref().map(warmcore_record::sys::parse_cpu_list).transpose()?;
     o.pid = a.pid;
     o.cgroup = a.cgroup;
-    if let Some(d) = a.duration {
-        if !(d > 0.0 && d.is_finite()) {
-            bail!("--duration {d}: give a number of seconds above 0");
-        }
-        o.duration = Some(Duration::from_secs_f64(d));
-    }
+    o.duration = a.duration;
     o.events = a.events;
     o.buffer_mb = a.buffer_mb;
     o.flight_recorder = a.flight_recorder;

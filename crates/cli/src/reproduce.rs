@@ -24,7 +24,7 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
     /// Simulations run at a time (0: one per CPU).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 1024))]
     pub jobs: usize,
 }
 

@@ -28,16 +28,16 @@ enum FreqCmd {
 
 /// Returns the process exit status.
 pub fn run(a: SchedArgs) -> anyhow::Result<i32> {
-    match a.sub {
-        Some(SchedSub::Freq(FreqCmd::Set { cpu, khz })) => {
+    match (a.sub, a.opts.monitor) {
+        (Some(SchedSub::Freq(FreqCmd::Set { cpu, khz })), _) => {
             warmcore_sched::freq_set(cpu, khz)?;
             Ok(0)
         }
-        None if a.opts.monitor.is_some() => {
-            warmcore_sched::monitor(a.opts.monitor.unwrap_or(1.0))?;
+        (None, Some(interval)) => {
+            warmcore_sched::monitor(interval)?;
             Ok(0)
         }
-        None => {
+        (None, None) => {
             let mut out = std::io::stdout();
             match warmcore_sched::run(&a.opts, &mut out)? {
                 Outcome::Detached => Ok(0),

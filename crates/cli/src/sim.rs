@@ -2,6 +2,7 @@
 //! `warmcore sim` and `warmcore compare`: thin wrappers over warmcore-sim.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -48,10 +49,10 @@ pub struct SimArgs {
     #[arg(long)]
     pub json: bool,
     /// Stop after this much simulated time, in seconds (partial result).
-    #[arg(long)]
-    pub max_time: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
+    pub max_time: Option<Duration>,
     /// Stop after this many trace events (partial result).
-    #[arg(long)]
+    #[arg(long, value_parser = warmcore_args::count::<u64>(1, u64::MAX))]
     pub max_events: Option<u64>,
 }
 
@@ -72,25 +73,22 @@ pub struct CompareArgs {
     #[arg(long, default_value = "powersave")]
     pub governor: String,
     /// Runs per policy, with seeds 1..=N.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = warmcore_args::count::<u32>(1, 10_000))]
     pub runs: u32,
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-fn limits(max_time: Option<f64>, max_events: Option<u64>) -> Result<Limits> {
+fn limits(max_time: Option<Duration>, max_events: Option<u64>) -> Limits {
     let mut l = Limits::default();
     if let Some(t) = max_time {
-        if !(t > 0.0 && t.is_finite()) {
-            bail!("--max-time must be a positive number of seconds, not {t}");
-        }
-        l.max_sim_ns = (t * 1e9) as u64;
+        l.max_sim_ns = t.as_nanos() as u64;
     }
     if let Some(e) = max_events {
         l.max_events = e;
     }
-    Ok(l)
+    l
 }
 
 /// The unit a metric reads best in, from its name's suffix, and the divisor
@@ -112,7 +110,7 @@ fn ms(ns: f64) -> String {
 pub fn sim(a: SimArgs) -> Result<()> {
     let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
     cfg.trace = a.trace.clone();
-    cfg.limits = limits(a.max_time, a.max_events)?;
+    cfg.limits = limits(a.max_time, a.max_events);
     let r = run(&cfg)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -189,9 +187,6 @@ fn split_policies(list: &str) -> Vec<String> {
 }
 
 pub fn compare(a: CompareArgs) -> Result<()> {
-    if a.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
     let policies = split_policies(&a.policies);
     let policies: Vec<&str> = policies.iter().map(String::as_str).collect();
     if policies.is_empty() {

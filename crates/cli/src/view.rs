@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use crate::time::parse_ns;
+use warmcore_args::ns as parse_ns;
 
 /// Where the project's Python is (the viewer's, the figures of `warmcore
 /// reproduce`): $WARMCORE_PYTHON, else `.venv/bin/python` in the project that

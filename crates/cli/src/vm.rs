@@ -40,14 +40,14 @@ struct RunArgs {
     #[arg(long, default_value = "auto")]
     kernel: String,
     /// Virtual CPUs.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(1, 256))]
     cpus: u32,
     /// Memory in MiB.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(128..=65536))]
+    #[arg(long, default_value_t = 1024, value_parser = warmcore_args::count::<u32>(128, 65536))]
     mem: u32,
     /// Give up (and fail) after this many seconds.
-    #[arg(long, default_value_t = 900)]
-    timeout: u64,
+    #[arg(long, value_name = "SECS", default_value = "900", value_parser = warmcore_args::positive_secs)]
+    timeout: Duration,
     /// The static warmcore binary to put in the VM (default: this one if
     /// static, else target/x86_64-unknown-linux-gnu/release/warmcore).
     #[arg(long)]
@@ -256,7 +256,7 @@ fn boot_in(r: &RunArgs, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path)
         .stderr(Stdio::piped())
         .spawn()
         .context("starting qemu-system-x86_64")?;
-    let deadline = Instant::now() + Duration::from_secs(r.timeout);
+    let deadline = Instant::now() + r.timeout;
     let mut shown = 0usize;
     let mut stdout = std::io::stdout();
     let mut timed_out = false;
@@ -313,7 +313,7 @@ fn boot_in(r: &RunArgs, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path)
             let tail: Vec<&str> = kmsg.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect();
             eprintln!("{}", tail.join("\n"));
             if timed_out {
-                bail!("the VM did not finish within {} s (--timeout); kernel console tail above", r.timeout);
+                bail!("the VM did not finish within {} s (--timeout); kernel console tail above", r.timeout.as_secs_f64());
             }
             bail!(
                 "the VM stopped without the command's exit status (qemu {:?}{}); kernel console tail above",
@@ -336,47 +336,47 @@ struct Workload {
 enum WorkloadKind {
     /// Fork/wait loop, pipe ping-pong pairs, more CPU hogs than CPUs, short sleepers.
     Mixed {
-        #[arg(long, default_value_t = 30.0)]
-        secs: f64,
+        #[arg(long, default_value = "30", value_parser = warmcore_args::secs)]
+        secs: Duration,
     },
     /// Pipe ping-pong between two processes: round trips per second.
     Pipe {
-        #[arg(long, default_value_t = 20000)]
+        #[arg(long, default_value_t = 20000, value_parser = warmcore_args::count::<u64>(1, 1_000_000_000))]
         msgs: u64,
     },
     /// hackbench-like: groups of senders and receivers over pipes: seconds.
     Hackbench {
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(1, 1000))]
         groups: u32,
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = 100, value_parser = warmcore_args::count::<u32>(1, 1_000_000))]
         loops: u32,
     },
     /// fork, exec /bin/true, wait: processes per second.
     Forkexec {
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 300, value_parser = warmcore_args::count::<u32>(1, 10_000_000))]
         n: u32,
     },
     /// A parent forks a child; the child records the CPU it starts on. With
     /// --busy-us the parent keeps running that long, else it waits at once.
     Forkcpu {
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = warmcore_args::count::<u32>(1, 10_000_000))]
         n: u32,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<u64>(0, 60_000_000))]
         busy_us: u64,
     },
     /// A fork/wait chain: each process works a little, forks the next, waits.
     Chain {
-        #[arg(long, default_value_t = 300)]
+        #[arg(long, default_value_t = 300, value_parser = warmcore_args::count::<u32>(1, 10_000_000))]
         n: u32,
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = warmcore_args::count::<u64>(0, 60_000_000))]
         work_us: u64,
     },
     /// N CPU hogs for SECS: CPU time over wall time.
     Hogs {
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(1, 4096))]
         n: u32,
-        #[arg(long, default_value_t = 5.0)]
-        secs: f64,
+        #[arg(long, default_value = "5", value_parser = warmcore_args::secs)]
+        secs: Duration,
     },
 }
 
@@ -577,7 +577,7 @@ fn workload(w: &Workload) -> Result<i32> {
     let j = match w.kind.clone() {
         WorkloadKind::Mixed { secs } => {
             let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
-            let end = mono_ns() + (secs * 1e9) as u64;
+            let end = mono_ns() + secs.as_nanos() as u64;
             let mut pids = vec![];
             // fork/wait loop
             pids.push(fork_run(move || {
@@ -623,7 +623,7 @@ fn workload(w: &Workload) -> Result<i32> {
                     failed += 1;
                 }
             }
-            serde_json::json!({"workload": "mixed", "processes": n, "failed": failed, "secs": secs})
+            serde_json::json!({"workload": "mixed", "processes": n, "failed": failed, "secs": secs.as_secs_f64()})
         }
         WorkloadKind::Pipe { msgs } => {
             let (n, s, same) = pipe_pingpong(msgs, None)?;
@@ -711,7 +711,7 @@ fn workload(w: &Workload) -> Result<i32> {
                 "cpus_used": used, "cpus_touched": touched, "per_cpu": &hist[..last]})
         }
         WorkloadKind::Hogs { n, secs } => {
-            let end = mono_ns() + (secs * 1e9) as u64;
+            let end = mono_ns() + secs.as_nanos() as u64;
             let t0 = mono_ns();
             let mut pids = vec![];
             for _ in 0..n {

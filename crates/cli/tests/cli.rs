@@ -134,3 +134,54 @@ fn pipe_workload_counts_round_trips_on_one_cpu() {
     assert_eq!(j["msgs"], 300);
     assert_eq!(j["same_cpu"], 1.0);
 }
+
+/// Times and counts that cannot be represented (infinite, NaN, negative,
+/// past what a Duration or the option's type holds, past the documented
+/// limit) are refused by the option parser: status 2, one line naming the
+/// option, the value and the valid range, and no panic. sched, record and vm
+/// need root, BPF or a VM to run, but their options are parsed first.
+#[test]
+fn times_and_counts_out_of_range_are_refused_in_one_line() {
+    for (args, opt, value, range) in [
+        (&["sched", "--run-for", "inf"][..], "--run-for", "inf", "from 0 to 31536000"),
+        (&["record", "--duration", "1e300"], "--duration", "1e300", "above 0 and at most 31536000"),
+        (&["vm", "--timeout", "1e300", "--", "true"], "--timeout", "1e300", "above 0 and at most 31536000"),
+        (&["vm", "--timeout", "18446744073709551615", "--", "true"], "--timeout", "18446744073709551615", "at most 31536000"),
+        (&["record", "--duration=-1"], "--duration", "-1", "above 0"),
+        (&["vm", "--timeout", "-5", "--", "true"], "--timeout", "-5", "negative: give"),
+        (&["sched", "--run-for", "-0.5"], "--run-for", "-0.5", "negative: give"),
+        (&["sched", "--stats", "NaN"], "--stats", "NaN", "above 0"),
+        (&["sched", "--monitor", "0"], "--monitor", "0", "above 0"),
+        (&["sched", "--nest-s-max", "1e9"], "--nest-s-max", "1e9", "whole number from 0 to 1000000"),
+        (&["sim", "--workload", "configure", "--max-time", "inf"], "--max-time", "inf", "above 0"),
+        (&["sim", "--workload", "configure", "--max-events", "0"], "--max-events", "0", "from 1 to"),
+        (&["compare", "--workload", "configure", "--runs", "0"], "--runs", "0", "from 1 to 10000"),
+        (&["vm", "--cpus", "-1", "--", "true"], "--cpus", "-1", "from 1 to 256"),
+        (&["vm", "workload", "hogs", "--secs", "1e300"], "--secs", "1e300", "from 0 to 31536000"),
+        (&["vm", "workload", "hackbench", "--loops", "4294967296"], "--loops", "4294967296", "from 1 to 1000000"),
+        (&["trace", "dump", "f.wct", "--to", "1e300"], "--to", "1e300", "from 0 to 31536000000000000"),
+    ] {
+        let o = warmcore(args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains(opt) && e.contains(&format!("'{value}'")) && e.contains(range), "{args:?}: {e}");
+    }
+}
+
+/// Good times get past the parser: a VM whose kernel is missing fails on
+/// that (status 1), not on its --timeout; a simulation and a workload run.
+#[test]
+fn good_times_and_counts_are_taken() {
+    let o = warmcore(&["vm", "--timeout", "2.5", "--kernel", "/no/such/kernel", "--", "true"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(!e.contains("--timeout") && !e.contains("panicked"), "{e}");
+    let o = warmcore(&["sim", "--workload", "configure", "--max-time", "20ms", "--max-events", "100000", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = warmcore(&["vm", "workload", "hogs", "--n", "1", "--secs", "0.05"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert!(j["wall_s"].as_f64().unwrap() >= 0.05, "{j}");
+}

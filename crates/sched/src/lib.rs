@@ -77,48 +77,48 @@ pub struct SchedOpts {
     pub policy: Policy,
     /// Print decision counts as one JSON line every SECS seconds (and at exit),
     /// from a monitor thread reading the scheduler's stats server.
-    #[arg(long, value_name = "SECS")]
-    pub stats: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
+    pub stats: Option<Duration>,
     /// Load no scheduler: print a running scheduler's statistics every SECS
     /// seconds, as JSON lines, until interrupted.
-    #[arg(long, value_name = "SECS", conflicts_with = "stats")]
-    pub monitor: Option<f64>,
+    #[arg(long, value_name = "SECS", conflicts_with = "stats", value_parser = warmcore_args::positive_secs)]
+    pub monitor: Option<Duration>,
     /// Time each operation (calls, total and mean time), shown with the stats.
     #[arg(long)]
     pub profile: bool,
     /// Stop after SECS seconds (detach and exit 0), as on SIGINT.
-    #[arg(long, value_name = "SECS")]
-    pub run_for: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = warmcore_args::secs)]
+    pub run_for: Option<Duration>,
     /// Where CPU frequencies come from.
     #[arg(long, value_enum, default_value = "kernel")]
     pub freq_source: FreqSource,
     /// Longest slice, in microseconds (shrinks as tasks wait).
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    #[arg(long, default_value_t = 5000, value_parser = warmcore_args::count::<u64>(100, 1_000_000))]
     pub slice_us: u64,
     /// Shortest slice, in microseconds.
-    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    #[arg(long, default_value_t = 250, value_parser = warmcore_args::count::<u64>(10, 1_000_000))]
     pub slice_min_us: u64,
     /// Kernel timer frequency (Debian's kernels: 250); sets the length of a tick.
-    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(100..=1000))]
+    #[arg(long, default_value_t = 250, value_parser = warmcore_args::count::<u64>(100, 1000))]
     pub hz: u64,
     /// smove: a CPU is at low frequency when at or below this (kHz); default:
     /// each CPU's minimum frequency; 0 disables the delay.
     #[arg(long, value_name = "KHZ")]
     pub smove_threshold_khz: Option<u32>,
     /// smove: the timer delay D in microseconds (shared/seeds/000, section 3.2).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 50, value_parser = warmcore_args::count::<u64>(1, 1_000_000))]
     pub smove_delay_us: u64,
     /// nest: P_remove, ticks before an idle primary core may be compacted.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u64>(0, 1_000_000))]
     pub nest_p_remove: u64,
     /// nest: R_max, the largest reserve nest.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = warmcore_args::count::<u32>(0, bpf_intf::wc_consts_WC_MAX_CPUS as u64))]
     pub nest_r_max: u32,
     /// nest: R_impatient, misses of the previous core before a task is impatient.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u32>(0, 1_000_000))]
     pub nest_r_impatient: u32,
-    /// nest: S_max, ticks a warmer keeps an idle primary core busy.
-    #[arg(long, default_value_t = 2)]
+    /// nest: S_max, ticks a warmer keeps an idle primary core busy (0 counts as 1).
+    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u64>(0, 1_000_000))]
     pub nest_s_max: u64,
     /// nest: no attached cores (section 3.3).
     #[arg(long)]
@@ -266,21 +266,16 @@ fn topology() -> Result<(usize, Vec<u32>)> {
     Ok((nr, llc))
 }
 
-fn positive_secs(opt: &str, s: f64) -> Result<Duration> {
-    if !(s > 0.0 && s.is_finite()) {
-        bail!("{opt} {s}: give a positive number of seconds");
-    }
-    Ok(Duration::from_secs_f64(s))
-}
-
 /// `--monitor SECS`: print the statistics of the scheduler running in another
 /// process (through its scx_stats server) until SIGINT or SIGTERM.
-pub fn monitor(secs: f64) -> Result<()> {
-    let intv = positive_secs("--monitor", secs)?;
+pub fn monitor(intv: Duration) -> Result<()> {
+    if intv.is_zero() {
+        bail!("--monitor 0: give a positive number of seconds");
+    }
     let shutdown = Arc::new(AtomicBool::new(false));
     let s = shutdown.clone();
     let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
-    eprintln!("warmcore sched: statistics of the running scheduler every {secs} s (waiting for one if none runs; Ctrl-C to stop)");
+    eprintln!("warmcore sched: statistics of the running scheduler every {} s (waiting for one if none runs; Ctrl-C to stop)", intv.as_secs_f64());
     stats::monitor(intv, || shutdown.load(Ordering::Relaxed))
 }
 
@@ -298,7 +293,10 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     if opts.slice_min_us > opts.slice_us {
         bail!("--slice-min-us ({}) is above --slice-us ({}): lower it", opts.slice_min_us, opts.slice_us);
     }
-    let period = opts.stats.map(|s| positive_secs("--stats", s)).transpose()?;
+    let period = opts.stats;
+    if period.is_some_and(|p| p.is_zero()) {
+        bail!("--stats 0: give a positive number of seconds");
+    }
     let (nr_cpus, llc) = topology()?;
     if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
         bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
@@ -418,7 +416,9 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
             }
         })?;
     }
-    let deadline = opts.run_for.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    // A time past what an Instant holds (not from the command line, which
+    // stops at warmcore_args::MAX_SECS) is no deadline.
+    let deadline = opts.run_for.and_then(|d| start.checked_add(d));
     let mut ejected = false;
     loop {
         if uei_exited!(&skel, uei) {

@@ -20,6 +20,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ryzen5-pro-4650g", include_str!("../../../machines/ryzen5-pro-4650g.toml")),
 ];
 
+/// The highest frequency a machine file may give, in MHz: 100 GHz.
+pub const MAX_MHZ: u32 = 100_000;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DvfsSpec {
@@ -176,6 +179,10 @@ impl Machine {
         if s.freq_min_mhz == 0 || s.freq_min_mhz > s.freq_base_mhz || s.freq_base_mhz > s.freq_max_mhz {
             return bad("freq_min_mhz", "must be > 0 and freq_min_mhz <= freq_base_mhz <= freq_max_mhz");
         }
+        // Frequencies are kept in kHz in a u32 (traces, the policies).
+        if s.freq_max_mhz > MAX_MHZ {
+            return bad("freq_max_mhz", &format!("must be at most {MAX_MHZ} MHz"));
+        }
         if s.turbo.is_empty() {
             return bad("turbo", "must list at least one [active cores, MHz] pair");
         }
@@ -193,6 +200,27 @@ impl Machine {
             return bad("turbo", "must cover every active-core count up to cores_per_socket");
         }
         let d = &s.dvfs;
+        let p = &s.power;
+        // TOML has nan and inf: no model takes them.
+        for (field, v) in [
+            ("dvfs.hw_tau_up_ms", d.hw_tau_up_ms),
+            ("dvfs.hw_tau_down_ms", d.hw_tau_down_ms),
+            ("dvfs.hw_bounce_window_ms", d.hw_bounce_window_ms),
+            ("dvfs.hw_bounce_period_ms", d.hw_bounce_period_ms),
+            ("dvfs.hw_bounce_len_ms", d.hw_bounce_len_ms),
+            ("dvfs.smt_share", d.smt_share),
+            ("power.static_w_per_socket", p.static_w_per_socket),
+            ("power.dyn_coeff", p.dyn_coeff),
+            ("power.v_min", p.v_min),
+            ("power.v_max", p.v_max),
+        ]
+        .into_iter()
+        .chain(s.idle.iter().map(|i| ("idle.power_w", i.power_w)))
+        {
+            if !v.is_finite() {
+                return bad(field, "must be a finite number");
+            }
+        }
         if d.hw_sample_us == 0 {
             return bad("dvfs.hw_sample_us", "must be > 0");
         }
@@ -202,8 +230,11 @@ impl Machine {
         if d.hw_bounce_window_ms < 0.0 || d.hw_bounce_len_ms < 0.0 || d.hw_bounce_period_ms <= d.hw_bounce_len_ms {
             return bad("dvfs.hw_bounce_period_ms", "must exceed hw_bounce_len_ms (both >= 0)");
         }
-        if d.freq_step_mhz == 0 {
-            return bad("dvfs.freq_step_mhz", "must be > 0");
+        if d.freq_step_mhz == 0 || d.freq_step_mhz > MAX_MHZ {
+            return bad("dvfs.freq_step_mhz", &format!("must be > 0 and at most {MAX_MHZ}"));
+        }
+        if d.hw_bounce_mhz > MAX_MHZ {
+            return bad("dvfs.hw_bounce_mhz", &format!("must be at most {MAX_MHZ}"));
         }
         if !(d.smt_share > 0.0 && d.smt_share <= 1.0) {
             return bad("dvfs.smt_share", "must be in (0, 1]");
@@ -216,7 +247,6 @@ impl Machine {
                 return bad("idle", "states must be listed from shallowest to deepest");
             }
         }
-        let p = &s.power;
         if p.dyn_coeff < 0.0 || p.static_w_per_socket < 0.0 || p.v_min <= 0.0 || p.v_max < p.v_min {
             return bad("power", "coefficients must be >= 0 and v_min <= v_max");
         }
@@ -347,5 +377,23 @@ mod tests {
         let bad_type = good.replace("freq_min_mhz = 1200", "freq_min_mhz = \"fast\"");
         let e = Machine::from_toml(&bad_type, "x.toml").unwrap_err().to_string();
         assert!(e.contains("freq_min_mhz") || e.contains("invalid type"), "{e}");
+    }
+
+    #[test]
+    fn values_the_models_cannot_take_are_refused() {
+        let good = PRESETS[0].1;
+        // kHz in a u32: 5 THz would overflow it.
+        let fast = good.replace("freq_max_mhz = 3000", "freq_max_mhz = 5000000");
+        let e = Machine::from_toml(&fast, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("freq_max_mhz") && e.contains("100000"), "{e}");
+        let step = good.replace("freq_step_mhz = 100", "freq_step_mhz = 4294967");
+        assert!(Machine::from_toml(&step, "x.toml").unwrap_err().to_string().contains("freq_step_mhz"));
+        for (from, to, field) in [
+            ("smt_share = 0.62", "smt_share = nan", "smt_share"),
+            ("power_w = 1.2", "power_w = inf", "power_w"),
+        ] {
+            let e = Machine::from_toml(&good.replace(from, to), "x.toml").unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("finite"), "{e}");
+        }
     }
 }

@@ -9,6 +9,11 @@
 /// Cycles in one microsecond of work at the 2 GHz reference frequency.
 pub const REF_CYCLES_PER_US: f64 = 2000.0;
 
+/// The most tasks a workload file (or rt-app file) may start at once: far
+/// past any machine modelled here, and a bound on what a file can make the
+/// simulator allocate before it runs.
+pub const MAX_INITIAL_TASKS: u64 = 100_000;
+
 pub type ProgId = u32;
 
 /// An amount drawn uniformly in [mean x (1 - jitter), mean x (1 + jitter)].
@@ -161,11 +166,11 @@ impl Workload {
     pub fn validate(&self) -> Result<(), String> {
         let np = self.programs.len() as u32;
         if self.initial.is_empty() {
-            return Err(format!("workload {} starts no task", self.name));
+            return Err(format!("workload {} starts no task", self.name.escape_debug()));
         }
         for (p, _, _) in &self.initial {
             if *p >= np {
-                return Err(format!("workload {}: initial task runs unknown program {p}", self.name));
+                return Err(format!("workload {}: initial task runs unknown program {p}", self.name.escape_debug()));
             }
         }
         for prog in &self.programs {
@@ -178,7 +183,11 @@ impl Workload {
                     _ => false,
                 };
                 if bad {
-                    return Err(format!("workload {}: program {} refers to a missing object in {s:?}", self.name, prog.name));
+                    return Err(format!(
+                        "workload {}: program {} refers to a missing object in {s:?}",
+                        self.name.escape_debug(),
+                        prog.name.escape_debug()
+                    ));
                 }
             }
         }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::program::{Amount, ProgId, Step, Workload, REF_CYCLES_PER_US};
+use crate::program::{Amount, ProgId, Step, Workload, MAX_INITIAL_TASKS, REF_CYCLES_PER_US};
 use crate::SimError;
 
 /// JSON with object keys in file order (rt-app's event order matters).
@@ -104,6 +104,7 @@ pub fn load(path: &str) -> Result<Workload, SimError> {
 }
 
 pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
+    // Names from the file are shown escaped: an error stays on one line.
     let err = |m: String| SimError::Input(format!("rt-app {origin}: {m}"));
     let root: J = serde_json::from_str(text).map_err(|e| err(e.to_string()))?;
     let duration_ns = root.get("global").and_then(|g| g.get("duration")).and_then(J::num).unwrap_or(-1.0);
@@ -116,6 +117,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     // Barriers: count the instances naming each.
     let mut barrier_users: HashMap<String, u32> = HashMap::new();
     let instances = |t: &J| t.get("instance").or(t.get("instances")).and_then(J::num).unwrap_or(1.0).max(0.0) as u32;
+    let total: u64 = tasks.iter().map(|(_, t)| instances(t) as u64).sum();
+    if total > MAX_INITIAL_TASKS {
+        return Err(err(format!("the tasks' instances add up to {total}: at most {MAX_INITIAL_TASKS}")));
+    }
     fn walk<'a>(t: &'a J, out: &mut Vec<(&'a str, &'a J)>) {
         if let J::Obj(v) = t {
             for (k, x) in v {
@@ -162,7 +167,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
             let mut steps = Vec::new();
             let mut since_timer = 0.0;
             for (k, x) in evs {
-                let at = format!("task {name}, event {k}");
+                let at = format!("task {}, event {}", name.escape_debug(), k.escape_debug());
                 let num = || x.num().filter(|v| *v >= 0.0).ok_or_else(|| err(format!("{at}: expected a number of us")));
                 match event_name(k) {
                     "run" | "runtime" => {
@@ -194,17 +199,17 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                     }
                     "fork" => {
                         let target = x.str().ok_or_else(|| err(format!("{at}: fork needs a task name")))?;
-                        let p = *ids.get(target).ok_or_else(|| err(format!("{at}: no task named '{target}'")))?;
+                        let p = *ids.get(target).ok_or_else(|| err(format!("{at}: no task named '{}'", target.escape_debug())))?;
                         steps.push(Step::Fork(p));
                     }
                     "lock" | "unlock" | "instance" | "instances" | "loop" | "priority" | "policy" | "cpus" | "delay"
                     | "nice" | "dl-runtime" | "dl-period" | "dl-deadline" | "taskgroup" | "util_min" | "util_max" => {}
-                    other => return Err(err(format!("{at}: unsupported event '{other}'"))),
+                    other => return Err(err(format!("{at}: unsupported event '{}'", other.escape_debug()))),
                 }
             }
             Ok(steps)
         };
-        let J::Obj(top) = t else { return Err(err(format!("task {name} is not an object"))) };
+        let J::Obj(top) = t else { return Err(err(format!("task {} is not an object", name.escape_debug()))) };
         let lp = t.get("loop").and_then(J::num).unwrap_or(-1.0) as i64;
         let mut phases = Vec::new();
         if let Some(J::Obj(ph)) = t.get("phases") {
@@ -232,7 +237,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
         let b = w.add(&format!("{name}-loop"), body);
         let main = if lp < 0 {
             if duration_ns == 0 {
-                return Err(err(format!("task {name} loops for ever and global.duration is not set")));
+                return Err(err(format!("task {} loops for ever and global.duration is not set", name.escape_debug())));
             }
             vec![Step::RepeatFor(b, duration_ns), Step::Exit]
         } else {
@@ -297,5 +302,17 @@ mod tests {
         assert!(e.contains("yield"), "{e}");
         let e = parse("{\"tasks\": 3}", "x.json").unwrap_err().to_string();
         assert!(e.contains("tasks"), "{e}");
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/rtapp_json.rs): a task name with
+    /// a newline made a two-line error; a huge instance count would allocate
+    /// billions of tasks.
+    #[test]
+    fn errors_stay_on_one_line_and_sizes_are_bounded() {
+        let crash = r#"{ "tasks": { "par\nt": { "loop": 5, "runtime": 200, "*ock": "m" } } }"#;
+        let e = parse(crash, "x.json").unwrap_err().to_string();
+        assert!(e.contains("task par\\nt, event *ock") && !e.contains('\n'), "{e}");
+        let e = parse(&EXAMPLE.replace("\"instances\": 2", "\"instances\": 1e12"), "x.json").unwrap_err().to_string();
+        assert!(e.contains("at most 100000"), "{e}");
     }
 }

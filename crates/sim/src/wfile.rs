@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::program::{Amount, ProgId, Step, Workload};
+use crate::program::{Amount, ProgId, Step, Workload, MAX_INITIAL_TASKS};
 use crate::SimError;
 
 #[derive(Deserialize)]
@@ -84,6 +84,7 @@ pub fn load(path: &str) -> Result<Workload, SimError> {
 pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     let f: File = toml::from_str(text)
         .map_err(|e| SimError::Input(format!("workload {origin}: {}", e.message().trim().replace('\n', " "))))?;
+    // Names from the file are shown escaped: an error stays on one line.
     let err = |m: String| SimError::Input(format!("workload {origin}: {m}"));
     let mut w = Workload::new(&f.name);
     let mut pipes = HashMap::new();
@@ -96,7 +97,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     }
     let mut barriers = HashMap::new();
     for b in &f.barrier {
-        let c = b.count.ok_or_else(|| err(format!("barrier {} needs a count", b.name)))?;
+        let c = b.count.ok_or_else(|| err(format!("barrier {} needs a count", b.name.escape_debug())))?;
         barriers.insert(b.name.clone(), w.barrier(c));
     }
     let progs: HashMap<&str, ProgId> =
@@ -104,16 +105,16 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     for p in &f.program {
         let mut steps = Vec::new();
         for (i, t) in p.steps.iter().enumerate() {
-            let at = format!("program {}, step {}", p.name, i + 1);
+            let at = format!("program {}, step {}", p.name.escape_debug(), i + 1);
             let num = |k: &str| -> Result<Option<f64>, SimError> {
                 match t.get(k) {
                     None => Ok(None),
                     Some(v) => v
                         .as_float()
                         .or_else(|| v.as_integer().map(|i| i as f64))
-                        .filter(|x| *x >= 0.0)
+                        .filter(|x| *x >= 0.0 && x.is_finite())
                         .map(Some)
-                        .ok_or_else(|| err(format!("{at}: field `{k}` must be a non-negative number"))),
+                        .ok_or_else(|| err(format!("{at}: field `{k}` must be a finite non-negative number"))),
                 }
             };
             let name = |k: &str| -> Result<&str, SimError> {
@@ -121,11 +122,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
             };
             let look = |map: &HashMap<String, u32>, k: &str, what: &str| -> Result<u32, SimError> {
                 let n = name(k)?;
-                map.get(n).copied().ok_or_else(|| err(format!("{at}: no {what} named '{n}'")))
+                map.get(n).copied().ok_or_else(|| err(format!("{at}: no {what} named '{}'", n.escape_debug())))
             };
             let prog = |k: &str| -> Result<ProgId, SimError> {
                 let n = name(k)?;
-                progs.get(n).copied().ok_or_else(|| err(format!("{at}: no program named '{n}'")))
+                progs.get(n).copied().ok_or_else(|| err(format!("{at}: no program named '{}'", n.escape_debug())))
             };
             let jitter = num("jitter")?.unwrap_or(0.0);
             let action = t
@@ -150,14 +151,18 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                 "barrier" => Step::Barrier(look(&barriers, "barrier", "barrier")?),
                 "repeat" => Step::Repeat(prog("repeat")?, num("times")?.unwrap_or(1.0) as u64),
                 "repeat_for" => Step::RepeatFor(prog("repeat_for")?, (num("ms")?.unwrap_or(0.0) * 1e6) as u64),
-                other => return Err(err(format!("{at}: unknown action `{other}`; valid: {ACTIONS}"))),
+                other => return Err(err(format!("{at}: unknown action `{}`; valid: {ACTIONS}", other.escape_debug()))),
             };
             steps.push(step);
         }
         w.add(&p.name, steps);
     }
+    let total: u64 = f.task.iter().map(|t| t.instances as u64).sum();
+    if total > MAX_INITIAL_TASKS {
+        return Err(err(format!("the tasks' instances add up to {total}: at most {MAX_INITIAL_TASKS}")));
+    }
     for t in &f.task {
-        let p = progs.get(t.program.as_str()).copied().ok_or_else(|| err(format!("task: no program named '{}'", t.program)))?;
+        let p = progs.get(t.program.as_str()).copied().ok_or_else(|| err(format!("task: no program named '{}'", t.program.escape_debug())))?;
         for _ in 0..t.instances {
             w.initial.push((p, t.comm.clone().unwrap_or_else(|| t.program.clone()), t.cpu));
         }
@@ -198,5 +203,19 @@ mod tests {
         assert!(e.contains("compute_us"), "{e}");
         let e = parse(&PIPELINE.replace("capacity = 16", "capacity = 16\nsize = 3"), "x").unwrap_err().to_string();
         assert!(e.contains("size"), "{e}");
+    }
+
+    /// Found by fuzzing (fuzz/fuzz_targets/workload_toml.rs): errors stay on
+    /// one line whatever the names, and a file cannot ask for billions of tasks.
+    #[test]
+    fn errors_stay_on_one_line_and_sizes_are_bounded() {
+        let e = parse(&PIPELINE.replace("fork = \"consumer\"", "fork = \"no\\nbody\""), "x").unwrap_err().to_string();
+        assert!(e.contains("no program named 'no\\nbody'") && !e.contains('\n'), "{e}");
+        let e = parse(&PIPELINE.replace("name = \"pipeline\"", "name = \"a\\nb\"").replace("[[task]]", "[[nothing]]"), "x");
+        assert!(!e.unwrap_err().to_string().contains('\n'));
+        let e = parse(&PIPELINE.replace("cpu = 0", "cpu = 0\ninstances = 4000000000"), "x").unwrap_err().to_string();
+        assert!(e.contains("at most 100000"), "{e}");
+        let e = parse(&PIPELINE.replace("compute_us = 300", "compute_us = inf"), "x").unwrap_err().to_string();
+        assert!(e.contains("compute_us") && e.contains("finite"), "{e}");
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use warmcore_trace::{Trace, Window};
 
-use crate::time::parse_ns;
+use warmcore_args::ns as parse_ns;
 
 mod dump;
 mod import;
@@ -45,11 +45,11 @@ pub enum TraceCmd {
         /// The output .wct file.
         #[arg(short, long)]
         output: PathBuf,
-        /// Number of events, about.
-        #[arg(long, default_value_t = 1_000_000)]
+        /// Number of events, about (at most 10^10, 240 GB).
+        #[arg(long, default_value_t = 1_000_000, value_parser = warmcore_args::count::<u64>(1, 10_000_000_000))]
         events: u64,
         /// Number of CPUs.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        #[arg(long, default_value_t = 16, value_parser = warmcore_args::count::<u32>(1, 65536))]
         cpus: u32,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -35,9 +35,14 @@ enum wc_freq_source {
 	WC_FREQ_MAP = 1,
 };
 
-/* Decision counters, one slot each in struct wc_cpu_stats.cnt. */
+/*
+ * Decision counters, one slot each in struct wc_cpu_stats.cnt. The loader
+ * names each after its enumerator, lowercased without WC_ST_ (STAT_NAMES in
+ * src/stats.rs, checked by tests/intf.rs); likewise the profiled operations
+ * below without WC_PROF_ (PROF_NAMES).
+ */
 enum wc_stat {
-	WC_ST_SELECT_CPU,		/* select_cpu calls */
+	WC_ST_SELECT_CPU,	/* select_cpu calls */
 	WC_ST_DIRECT_IDLE,	/* woken task sent straight to an idle CPU */
 	WC_ST_QUEUED,		/* task put in a CPU's queue */
 	WC_ST_PULLED,		/* an idle CPU took work from another CPU's queue */

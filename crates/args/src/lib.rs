@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Durations and counts on the command line: one parser, one set of limits.
+//!
+//! Every option of `warmcore` (and of the scheduler's loader, whose options
+//! live in warmcore-sched) that takes a time or a count is parsed here, as a
+//! clap `value_parser`. A value the program cannot represent or act on is
+//! refused before anything runs: negative, NaN, infinite, past what the type
+//! holds, or past the limits below. The message is one line naming the valid
+//! range; clap puts the option and the value in front of it, e.g.
+//!
+//! ```text
+//! invalid value 'inf' for '--run-for <SECS>': infinite: give a number of seconds from 0 to 31536000 (365 days), or a time with a unit: 1.5s, 200ms, 40us, 123ns
+//! ```
+//!
+//! Times are a number with an optional unit, `ns`, `us`, `ms` or `s`; a bare
+//! number is in the option's own unit (seconds for `--run-for`, nanoseconds
+//! for a trace window's `--from`). Counts are whole decimal numbers.
+
+use std::time::Duration;
+
+/// The longest time any option takes: 365 days. Longer than any run,
+/// recording, VM session, statistics period, simulated time or trace window
+/// of this project, and far inside what a `Duration` (and `Instant` + it) or
+/// a u64 count of nanoseconds (584 years) holds.
+pub const MAX_SECS: u64 = 365 * 24 * 3600;
+
+/// The unit of a bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl Unit {
+    fn ns(self) -> f64 {
+        match self {
+            Unit::Ns => 1.0,
+            Unit::Us => 1e3,
+            Unit::Ms => 1e6,
+            Unit::S => 1e9,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Unit::Ns => "nanoseconds",
+            Unit::Us => "microseconds",
+            Unit::Ms => "milliseconds",
+            Unit::S => "seconds",
+        }
+    }
+}
+
+/// A time from `min` (0, or just above 0 if `positive`) to [`MAX_SECS`]:
+/// `1.5s`, `200ms`, `40us`, `123ns`, or a bare number in `bare`.
+pub fn parse_time(s: &str, bare: Unit, positive: bool) -> Result<Duration, String> {
+    let max_in_bare = MAX_SECS as f64 * 1e9 / bare.ns();
+    let range = if positive {
+        format!("above 0 and at most {max_in_bare}")
+    } else {
+        format!("from 0 to {max_in_bare}")
+    };
+    let help = |why: &str| {
+        format!(
+            "{why}give a number of {} {range} ({} days), or a time with a unit: 1.5s, 200ms, 40us, 123ns",
+            bare.name(),
+            MAX_SECS / 86400
+        )
+    };
+    let t = s.trim();
+    // The unit is a suffix: a leading 'e' may be an exponent (1e3) and
+    // "inf" or "NaN" are numbers to refuse, not units.
+    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|&(u, sc)| t.strip_suffix(u).map(|n| (n.trim_end(), sc)))
+        .unwrap_or((t, bare.ns()));
+    let v: f64 = num.parse().map_err(|_| help("not a number: "))?;
+    if v.is_nan() {
+        return Err(help("not a number: "));
+    }
+    if v.is_sign_negative() && v != 0.0 {
+        return Err(help("negative: "));
+    }
+    if v.is_infinite() {
+        return Err(help("infinite: "));
+    }
+    let ns = v * scale;
+    if ns > MAX_SECS as f64 * 1e9 {
+        return Err(help("too large: "));
+    }
+    let ns = ns.round() as u64;
+    if positive && ns == 0 {
+        return Err(help("zero: "));
+    }
+    Ok(Duration::from_nanos(ns))
+}
+
+/// Seconds from 0 to [`MAX_SECS`] (0: at once).
+pub fn secs(s: &str) -> Result<Duration, String> {
+    parse_time(s, Unit::S, false)
+}
+
+/// Seconds above 0, to [`MAX_SECS`] (periods, timeouts).
+pub fn positive_secs(s: &str) -> Result<Duration, String> {
+    parse_time(s, Unit::S, true)
+}
+
+/// A time in nanoseconds from 0 to [`MAX_SECS`] (trace windows).
+pub fn ns(s: &str) -> Result<u64, String> {
+    parse_time(s, Unit::Ns, false).map(|d| d.as_nanos() as u64)
+}
+
+/// A whole number from `min` to `max` (both included).
+pub fn parse_count(s: &str, min: u64, max: u64) -> Result<u64, String> {
+    let help = |why: &str| format!("{why}give a whole number from {min} to {max}");
+    let t = s.trim();
+    let digits = t.strip_prefix('+').unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        let why = if t.starts_with('-') && t.len() > 1 { "negative: " } else { "not a whole number: " };
+        return Err(help(why));
+    }
+    match digits.parse::<u64>() {
+        Ok(v) if v < min => Err(help("too small: ")),
+        Ok(v) if v > max => Err(help("too large: ")),
+        Ok(v) => Ok(v),
+        Err(_) => Err(help("too large: ")),
+    }
+}
+
+/// A clap value parser of counts from `min` to `max` into the option's
+/// integer type (`max` must fit it):
+/// `#[arg(long, value_parser = warmcore_args::count::<u32>(1, 256))]`.
+pub fn count<T>(min: u64, max: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    assert!(min <= max && T::try_from(max).is_ok(), "count range {min}..={max} does not fit the option's type");
+    move |s| parse_count(s, min, max).map(|v| T::try_from(v).ok().expect("checked in range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_with_and_without_units() {
+        assert_eq!(ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(ns("200ms"), Ok(200_000_000));
+        assert_eq!(ns("40us"), Ok(40_000));
+        assert_eq!(ns("123"), Ok(123));
+        assert_eq!(ns("123 ns"), Ok(123));
+        assert_eq!(ns("1e3"), Ok(1000));
+        assert_eq!(secs("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(secs("0"), Ok(Duration::ZERO));
+        assert_eq!(secs("-0"), Ok(Duration::ZERO));
+        assert_eq!(positive_secs("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(secs(&MAX_SECS.to_string()), Ok(Duration::from_secs(MAX_SECS)));
+    }
+
+    #[test]
+    fn times_that_cannot_be_represented_are_refused_with_the_range() {
+        for (v, why) in [
+            ("inf", "infinite"),
+            ("-inf", "negative"),
+            ("infinity", "infinite"),
+            ("NaN", "not a number"),
+            ("1e300", "too large"),
+            ("1e300s", "too large"),
+            ("31536001", "too large"),
+            ("-1", "negative"),
+            ("-1ms", "negative"),
+            ("", "not a number"),
+            ("5 parsecs", "not a number"),
+            ("s", "not a number"),
+        ] {
+            let e = secs(v).unwrap_err();
+            assert!(e.starts_with(why) && e.contains("from 0 to 31536000 (365 days)"), "{v}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = positive_secs("0").unwrap_err();
+        assert!(e.starts_with("zero") && e.contains("above 0 and at most 31536000"), "{e}");
+        assert!(positive_secs("1e-12").is_err(), "rounds to 0 ns");
+        assert!(ns("1e300").unwrap_err().contains("from 0 to 31536000000000000"));
+    }
+
+    #[test]
+    fn counts_in_range() {
+        let p = count::<u32>(1, 256);
+        assert_eq!(p("4"), Ok(4));
+        assert_eq!(p("+4"), Ok(4));
+        assert_eq!(p(" 256 "), Ok(256));
+        for (v, why) in [
+            ("0", "too small"),
+            ("257", "too large"),
+            ("-1", "negative"),
+            ("1e3", "not a whole number"),
+            ("1.5", "not a whole number"),
+            ("inf", "not a whole number"),
+            ("", "not a whole number"),
+            ("99999999999999999999999", "too large"),
+        ] {
+            let e = p(v).unwrap_err();
+            assert!(e.starts_with(why) && e.ends_with("give a whole number from 1 to 256"), "{v}: {e}");
+        }
+        assert_eq!(count::<u64>(0, u64::MAX)(&u64::MAX.to_string()), Ok(u64::MAX));
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn a_range_past_the_type_is_a_programming_error() {
+        let _ = count::<u8>(0, 256);
+    }
+}
