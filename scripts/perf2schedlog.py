@@ -6,10 +6,10 @@ its patched kernel, which these machines do not run).
 
 Output directory: `events` ("ID NAME" lines) and cpu0, cpu1, ...: 24-byte
 little-endian entries (u64 ns, u32 pid, u32 event id, 8 bytes of arguments),
-shared/seeds/004 section 3.1. Events are what SchedLog logs (shared/seeds/
-README.md): BLOCK / BLOCK_IO before a switch away from a sleeping task,
+Fork/wait, section 3.1. Events are what SchedLog logs (docs/papers.md,
+Fork/wait): BLOCK / BLOCK_IO before a switch away from a sleeping task,
 CTX_SWITCH with the next pid only, WAKEUP (from sched_waking), WAKEUP_NEW,
-FORK, EXEC, EXIT, MIGRATE. Ids follow the README's order from 0, unlike
+FORK, EXEC, EXIT, MIGRATE. Ids follow that list's order from 0, unlike
 warmcore's, and power:cpu_idle becomes CPU_IDLE (id 40), an event that is
 not one of warmcore's, so the importer's handling of foreign ids is tested.
 

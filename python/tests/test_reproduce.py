@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`warmcore reproduce --quick --only 1,2`: the report's structure, the
-figures, and claims 1 and 2 (shared/seeds/000, sections 2 and 4)."""
+figures, and claims 1 and 2 (Fewer Cores, More Hertz, sections 2 and 4)."""
 
 import json
 import os
@@ -46,7 +46,7 @@ def test_claims_json_has_the_fields(quick):
     assert [c["id"] for c in claims] == [1, 2]
     for c in claims:
         assert set(c) == FIELDS
-        assert c["source"].startswith("shared/seeds/000")
+        assert c["source"].startswith("Fewer Cores, More Hertz, ")
         assert isinstance(c["reproduced"], bool)
         assert c["sim_value"] and c["note"] and c["paper_value"]
 

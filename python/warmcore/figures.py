@@ -6,10 +6,10 @@ which runs), DIR/runs.json (every run's report) and the traces in
 DIR/traces/, and writes the PNG files figures.json names:
 
 - ``freq``: the frequency of each core over time, one panel per policy, as in
-  Fewer Cores, More Hertz (shared/seeds/000), Figures 1 and 7: a mark at each
-  tick (ticks stop on idle cores, so a blank means idle);
-- ``underload``: the underload of each 4 ms interval, as in Nest
-  (shared/seeds/001), Figure 3 (section 5.2 defines it);
+  Fewer Cores, More Hertz, Figures 1 and 7: a mark at each tick (ticks stop
+  on idle cores, so a blank means idle);
+- ``underload``: the underload of each 4 ms interval, as in Nest, Figure 3
+  (section 5.2 defines it);
 - ``speedup``: the improvement of each policy over CFS, per machine and
   workload, as in Nest Figure 5, with +-5 % lines.
 """
@@ -28,9 +28,9 @@ import numpy as np  # noqa: E402
 
 import warmcore  # noqa: E402
 
-INTERVAL_NS = 4_000_000  # one tick at 250 Hz (shared/seeds/001, section 5.2)
+INTERVAL_NS = 4_000_000  # one tick at 250 Hz (Nest, section 5.2)
 RUNNABLE = 0  # prev_state of a preempted task (crates/trace/src/event.rs)
-WINDOW_S = 0.3  # the span of Nest Figure 3 (shared/seeds/001, section 5.2)
+WINDOW_S = 0.3  # the span of Nest Figure 3 (Nest, section 5.2)
 
 
 def _cols(batch, *names):

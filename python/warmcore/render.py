@@ -2,7 +2,7 @@
 """Pictures of a view: a raster when zoomed out (every segment and event
 counted into the pixels it touches, nothing sampled away, shaded by
 Datashader), exact segments with hover details when zoomed in
-(shared/seeds/004, section 3.2: the two display modes). Shared by
+(Fork/wait, section 3.2: the two display modes). Shared by
 `warmcore plot` and `warmcore view`."""
 
 from __future__ import annotations

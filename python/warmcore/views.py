@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Declarative views, in the spirit of SchedDisplay's scripts (shared/seeds/004,
+"""Declarative views, in the spirit of SchedDisplay's scripts (Fork/wait,
 section 3.2): decorate events with derived columns, select rows by queries,
 attach a colour and a label to each selection. A view file is TOML or JSON
 and never runs code: its queries are in the small language of ``expr``.
@@ -403,7 +403,7 @@ class TraceData:
 
     def comm_of(self, pids: np.ndarray, ts: Optional[np.ndarray] = None) -> pd.Categorical:
         """Each row's task name: with `ts`, the name from the pid's last EXEC at
-        or before ts (shared/seeds/004, section 3.2: "the previous fork and
+        or before ts (Fork/wait, section 3.2: "the previous fork and
         exec events of this PID"), otherwise the process table's."""
         pids = np.asarray(pids, dtype=np.uint32)
         if len(pids) == 0:
@@ -528,7 +528,7 @@ def _pair(cpu, ids, col, begin_ids, end_ids):
 
 def _deferrable(view: View) -> set:
     """Derived columns that only hover shows: computed later, for the rows in
-    view (shared/seeds/004, section 3.2: what is outside the local view is
+    view (Fork/wait, section 3.2: what is outside the local view is
     not computed). Columns that need their neighbours (next, pair) never are."""
     needed = {view.begin, view.end}
     if view.where is not None:

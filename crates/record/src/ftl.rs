@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore ftl`: the frequency-transition measurement behind Figure 3 of
-//! "Fewer Cores, More Hertz" (shared/seeds/000, section 2): a 0.2 s busy
+//! "Fewer Cores, More Hertz" (section 2): a 0.2 s busy
 //! loop on an idle CPU while that CPU's frequency is sampled every 100 us;
 //! how long the CPU takes to reach its highest frequency, and to fall back
 //! once the loop ends (the paper's Xeon E7-8870 v4 took 29 ms to ramp up).
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-/// shared/seeds/000, section 2: the busy loop and the sampling period.
+/// Fewer Cores, More Hertz, section 2: the busy loop and the sampling period.
 pub const BUSY: Duration = Duration::from_millis(200);
 pub const PERIOD: Duration = Duration::from_micros(100);
 /// Idle time sampled before the loop (the baseline) and after it (the fall).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore record`: a low-overhead scheduler tracer on eBPF that writes
-//! .wct traces (SchedLog rebuilt on stock kernels, shared/seeds/004,
-//! section 3.1), and `warmcore ftl`, the frequency ramp measurement.
+//! .wct traces (SchedLog rebuilt on stock kernels, Fork/wait, section 3.1),
+//! and `warmcore ftl`, the frequency ramp measurement.
 
 pub mod bpf_intf {
     #![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]

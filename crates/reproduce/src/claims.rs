@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The claims of issue 4, each with the paper's number, its runs and its
-//! check. The thresholds are the papers' own: both treat differences within
-//! +-5 % as "on par" (shared/seeds/000, section 4.1; shared/seeds/001,
-//! section 5), so a claimed speedup or slowdown counts as reproduced when the
-//! simulated one exceeds 5 % in the claimed direction, unless a claim states
-//! another bound. Magnitudes are reported, never tuned for.
+//! The claims, each with the paper's number, its runs and its check. The
+//! thresholds are the papers' own: both treat differences within +-5 % as
+//! "on par" (Fewer Cores, More Hertz, section 4.1; Nest, section 5), so a
+//! claimed speedup or slowdown counts as reproduced when the simulated one
+//! exceeds 5 % in the claimed direction, unless a claim states another
+//! bound. Magnitudes are reported, never tuned for.
 
 use crate::{Cell, Claim, Outcome, Results, RunSpec};
 
@@ -20,24 +20,24 @@ pub const ON_PAR_PCT: f64 = 5.0;
 pub struct Setup {
     pub quick: bool,
     pub seeds: Vec<u64>,
-    /// Machines of the Nest configure comparison (shared/seeds/001, section
-    /// 5.2, Figure 5).
+    /// Machines of the Nest configure comparison (Nest, section 5.2, Figure
+    /// 5).
     pub nest_machines: Vec<&'static str>,
     /// The 2-socket machines of the Nest NAS and h2 results.
     pub two_socket: Vec<&'static str>,
     pub configure: String,
     /// The kernel build's sequential phase before the parallel one: kbuild
-    /// with no compile jobs (shared/seeds/000, section 4.4).
+    /// with no compile jobs (Fewer Cores, More Hertz, section 4.4).
     pub kbuild_seq: String,
     pub perl: String,
     pub mkl: String,
     pub nas: String,
-    /// hackbench on the E7 (shared/seeds/000, section 4.4).
+    /// hackbench on the E7 (Fewer Cores, More Hertz, section 4.4).
     pub hackbench_fcmh: String,
-    /// hackbench on the 5218 (shared/seeds/001, section 5.6).
+    /// hackbench on the 5218 (Nest, section 5.6).
     pub hackbench_nest: String,
     pub h2: String,
-    /// (threads, schbench spec) for Table 2 of shared/seeds/000.
+    /// (threads, schbench spec) for Fewer Cores, More Hertz, Table 2.
     pub schbench: Vec<(u32, String)>,
 }
 
@@ -71,13 +71,13 @@ impl Setup {
             common
         } else {
             Setup {
-                // Ten runs, as both papers (shared/seeds/000, section 4;
-                // shared/seeds/001, section 5.1).
+                // Ten runs, as both papers (Fewer Cores, More Hertz,
+                // section 4; Nest, section 5.1).
                 seeds: (1..=10).collect(),
-                // hackbench-10000 of shared/seeds/000 (section 4.4): 250
+                // hackbench-10000 of Fewer Cores, More Hertz (section 4.4): 250
                 // groups of 40 tasks; fewer loops to bound the run.
                 hackbench_fcmh: "hackbench:groups=250,loops=40".into(),
-                // hackbench -g 100 of shared/seeds/001 (section 5.6), with
+                // hackbench -g 100 of Nest (section 5.6), with
                 // 100 loops instead of 10000.
                 hackbench_nest: "hackbench:groups=100,loops=100".into(),
                 schbench: [64, 128, 192, 256, 512, 768, 1024].iter().map(|&t| schbench(t, 2000)).collect(),
@@ -158,7 +158,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     let su = "schedutil";
     let mut v = Vec::new();
 
-    // 1. shared/seeds/000, section 2 (Figure 1): under CFS the sequential
+    // 1. Fewer Cores, More Hertz, section 2 (Figure 1): under CFS the sequential
     // fork/wait phases of the kernel build run at the lowest frequency.
     let c1 = vec![
         Cell::new(E7, &s.kbuild_seq, "cfs", ps),
@@ -167,7 +167,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     ];
     v.push(Claim {
         id: 1,
-        source: "shared/seeds/000 (Fewer Cores, More Hertz), section 2, Figure 1",
+        source: "Fewer Cores, More Hertz, section 2, Figure 1",
         claim: "Under CFS, fork/wait chains run mostly at low frequency on the Xeon E7-8870 v4 (powersave).",
         paper_value: "the mostly sequential phases use all cores at the lowest frequency, 1.2 GHz (nominal 2.1 GHz)",
         needs: vec!["cfs".into()],
@@ -175,7 +175,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check1,
     });
 
-    // 2. shared/seeds/000, sections 4.1 and 4.4.
+    // 2. Fewer Cores, More Hertz, sections 4.1 and 4.4.
     let mut c2 = Vec::new();
     for p in ["cfs", "slocal", "smove"] {
         c2.push(Cell::new(E7, &s.perl, p, ps));
@@ -185,7 +185,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     c2.push(Cell::new(E7, KBUILD_FULL, "smove", ps));
     v.push(Claim {
         id: 2,
-        source: "shared/seeds/000 (Fewer Cores, More Hertz), sections 4.1 and 4.4, Figure 7",
+        source: "Fewer Cores, More Hertz, sections 4.1 and 4.4, Figure 7",
         claim: "S_move and S_local speed up fork/wait-heavy work: perl start-up and the kernel build's sequential phase before the parallel one.",
         paper_value: "perl-benchmark startup: S_local +58 %, S_move +56 %; kbuild sequential phase 4.4 s (CFS) -> 2.9 s (S_move), -34 %",
         needs: vec!["slocal".into(), "smove".into()],
@@ -193,7 +193,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check2,
     });
 
-    // 3. shared/seeds/000, section 4.1 (worst cases) and 4.4.
+    // 3. Fewer Cores, More Hertz, section 4.1 (worst cases) and 4.4.
     let mut c3 = Vec::new();
     for w in [&s.mkl, &s.nas, &s.hackbench_fcmh] {
         for p in ["cfs", "slocal", "smove"] {
@@ -202,7 +202,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     }
     v.push(Claim {
         id: 3,
-        source: "shared/seeds/000 (Fewer Cores, More Hertz), sections 4.1 and 4.4",
+        source: "Fewer Cores, More Hertz, sections 4.1 and 4.4",
         claim: "S_local's worst cases are mkl-dnn and NAS LU; S_move's worst case is hackbench; S_move is far better than S_local in the worst case.",
         paper_value: "S_local: mkl-dnn -80 %, nas_lu -17 %; S_move: hackbench -8.4 %",
         needs: vec!["slocal".into(), "smove".into()],
@@ -210,7 +210,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check3,
     });
 
-    // 4. shared/seeds/001, section 5.2, Figures 3, 4, 5 and 7.
+    // 4. Nest, section 5.2, Figures 3, 4, 5 and 7.
     let mut c4 = Vec::new();
     for m in &s.nest_machines {
         for p in ["cfs", "nest", "smove"] {
@@ -219,7 +219,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     }
     v.push(Claim {
         id: 4,
-        source: "shared/seeds/001 (Nest), section 5.2, Figures 3, 4, 5 and 7",
+        source: "Nest, section 5.2, Figures 3, 4, 5 and 7",
         claim: "Nest runs configure faster than CFS-schedutil on the 6130, 5218 and E7 models, almost eliminates underload and uses less CPU energy; S_move gains under 5 % on the 6130 and 5218.",
         paper_value: "Nest +10 % to +37 % (E7 up to 37 %); underload almost eliminated; energy up to -19 %; S_move under 5 % on 6130/5218 (9 % on LLVM)",
         needs: vec!["nest".into(), "smove".into()],
@@ -227,7 +227,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check4,
     });
 
-    // 5. shared/seeds/001, section 5.4, Figure 12.
+    // 5. Nest, section 5.4, Figure 12.
     let mut c5 = Vec::new();
     for m in &s.two_socket {
         for p in ["cfs", "nest"] {
@@ -236,7 +236,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     }
     v.push(Claim {
         id: 5,
-        source: "shared/seeds/001 (Nest), section 5.4, Figure 12",
+        source: "Nest, section 5.4, Figure 12",
         claim: "Nest gives the same performance as CFS on NAS on the 2-socket machines.",
         paper_value: "within +-5 % of CFS-schedutil on the 2-socket 6130 and 5218",
         needs: vec!["nest".into()],
@@ -244,11 +244,11 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check5,
     });
 
-    // 6. shared/seeds/001, section 5.6.
+    // 6. Nest, section 5.6.
     let c6 = vec![Cell::new(G5218, &s.hackbench_nest, "cfs", su), Cell::new(G5218, &s.hackbench_nest, "nest", su)];
     v.push(Claim {
         id: 6,
-        source: "shared/seeds/001 (Nest), section 5.6",
+        source: "Nest, section 5.6",
         claim: "Nest slows hackbench down a lot on the 5218.",
         paper_value: "hackbench -g 100 -l 10000: 22.5 s (CFS-schedutil) -> 76 s or more (Nest-schedutil), 3.4x",
         needs: vec!["nest".into()],
@@ -256,7 +256,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check6,
     });
 
-    // 7. shared/seeds/001, sections 5.2 and 5.3 (ablations).
+    // 7. Nest, sections 5.2 and 5.3 (ablations).
     let mut c7 = Vec::new();
     for m in &s.nest_machines {
         c7.push(Cell::new(m, &s.configure, "nest", su));
@@ -268,7 +268,7 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     }
     v.push(Claim {
         id: 7,
-        source: "shared/seeds/001 (Nest), sections 5.2 and 5.3 (impact of Nest features)",
+        source: "Nest, sections 5.2 and 5.3 (impact of Nest features)",
         claim: "Without the reserve nest configure is slower, most on the E7; without spinning h2 is 10-21 % slower on the 2-socket machines.",
         paper_value: "no reserve: configure about -5 % (6130, 5218), up to -16 % (E7); no spinning: h2 -10 % to -21 % (2-socket 6130, 5218)",
         needs: vec!["nest".into(), "nest:reserve=off".into(), "nest:spin=off".into()],
@@ -276,11 +276,11 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
         check: check7,
     });
 
-    // 8. shared/seeds/000, section 4.5, Table 2.
+    // 8. Fewer Cores, More Hertz, section 4.5, Table 2.
     let c8: Vec<Cell> = s.schbench.iter().map(|(_, w)| Cell::new(E7, w, "smove:timers_only=on", ps)).collect();
     v.push(Claim {
         id: 8,
-        source: "shared/seeds/000 (Fewer Cores, More Hertz), section 4.5, Table 2",
+        source: "Fewer Cores, More Hertz, section 4.5, Table 2",
         claim: "With S_move's timers armed (no migration), schbench's timers triggered grow with the number of threads and fall once the machine is overloaded.",
         paper_value: "64: 2971, 128: 13910, 192: 63965, 256: 93001, then 512: 512, 768: 959, 1024: 1290 timers (160 hardware threads)",
         needs: vec!["smove:timers_only=on".into()],
@@ -434,7 +434,7 @@ fn check3(r: &Results, s: &Setup) -> Result<Outcome, String> {
             " The simulated losses are several times the paper's: S_local keeps the threads that block and wake each \
              other stacked on the wakers' cores (the overload and work-conservation figures above), and nothing else \
              wakes the idle cores; in the paper, daemon threads (systemd) that wake and block at once triggered the idle \
-             balancing that spread the threads (shared/seeds/000, section 4.4), and the model runs no background tasks.",
+             balancing that spread the threads (Fewer Cores, More Hertz, section 4.4), and the model runs no background tasks.",
         );
     }
     Ok(Outcome { sim_value, reproduced: ok, note })
@@ -553,7 +553,7 @@ fn check6(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let (tc, tn) = (r.metric(&c)? / 1e9, r.metric(&n)? / 1e9);
     let ratio = tn / tc;
     // "a large slowdown": more than 20 %, the largest class of Nest's
-    // Table 4 (shared/seeds/001, section 5.5).
+    // Table 4 (Nest, section 5.5).
     let ok = ratio > 1.2;
     let sim_value = format!("{tc:.3} s (CFS) -> {tn:.3} s (Nest), {ratio:.2}x");
     let mut note = format!("Check: Nest more than 20 % slower (the largest slowdown class of Nest's Table 4): {}. ", yn(ok));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `warmcore reproduce`: the findings of the seed papers (shared/seeds/000,
-//! Fewer Cores, More Hertz; shared/seeds/001, Nest), re-run in the simulator
-//! on the papers' modelled machines.
+//! `warmcore reproduce`: the findings of the papers (Fewer Cores, More Hertz;
+//! Nest; see docs/papers.md), re-run in the simulator on the papers' modelled
+//! machines.
 //!
 //! Experiments are data: each [`Claim`] lists its runs (machine, workload
 //! with parameters, policy, governor, seeds), and a check that turns the

@@ -21,7 +21,7 @@ fn opts(args: &[&str]) -> Result<SchedOpts, clap::Error> {
 fn options_parse_with_table1_defaults() {
     let o = opts(&["--policy", "nest"]).unwrap();
     assert_eq!(o.policy, Policy::Nest);
-    // shared/seeds/001, Table 1
+    // Nest, Table 1
     assert_eq!((o.nest_p_remove, o.nest_r_max, o.nest_r_impatient, o.nest_s_max), (2, 5, 2, 2));
     assert_eq!(o.smove_delay_us, 50);
     assert!(opts(&["--policy", "cfs"]).is_err());

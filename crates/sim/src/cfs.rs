@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `cfs`: a model of Linux's fair class (5.9, as in shared/seeds/001 (Nest),
-//! section 2.1), with the details of MODEL-FACTS.md sections 1-3.
+//! `cfs`: a model of Linux's fair class (5.9, as in Nest, section 2.1), with
+//! the details of docs/model.md (Placement in the fair class; Wake-up, fork
+//! and exec; Run queue and tick; Load balancing).
 //!
 //! - Fork and exec placement walk the domain hierarchy from the top: the
 //!   least loaded group (5.9 classification: spare capacity, most idle CPUs,
@@ -45,22 +46,22 @@ use crate::SimError;
 
 const MS: u64 = 1_000_000;
 /// sched_latency 24 ms, min_granularity 3 ms, wakeup_granularity 4 ms,
-/// sched_nr_latency 8: the defaults x4 (MODEL-FACTS.md section 2).
+/// sched_nr_latency 8: the defaults x4 (docs/model.md, Run queue and tick).
 const LATENCY: u64 = 24 * MS;
 const MIN_GRAN: u64 = 3 * MS;
 const WAKEUP_GRAN: u64 = 4 * MS;
 const NR_LATENCY: u64 = 8;
 /// GENTLE_FAIR_SLEEPERS: a waking task is placed at most latency/2 behind
-/// min_vruntime (MODEL-FACTS.md section 2).
+/// min_vruntime (docs/model.md, Wake-up, fork and exec).
 const SLEEPER_CREDIT: u64 = LATENCY / 2;
-/// sched_migration_cost (MODEL-FACTS.md section 2).
+/// sched_migration_cost (docs/model.md, Run queue and tick).
 const MIGRATION_COST: u64 = MS / 2;
-/// busy_factor (MODEL-FACTS.md section 3).
+/// busy_factor (docs/model.md, Load balancing).
 const BUSY_FACTOR: u64 = 32;
-/// PELT half-life (MODEL-FACTS.md section 4).
+/// PELT half-life (docs/model.md, PELT and schedutil).
 const PELT_HALF_LIFE_NS: f64 = 32e6;
 /// Cost of checking one CPU in select_idle_cpu, for SIS_PROP's budget.
-/// ASSUMPTION: 500 ns (the kernel measures it; no figure in the seeds).
+/// ASSUMPTION: 500 ns (the kernel measures it; no published figure).
 const SCAN_COST_NS: f64 = 500.0;
 /// sysctl_sched_nr_migrate: the most tasks one load_balance pass detaches
 /// (5.9 default 32).
@@ -77,7 +78,7 @@ struct GStat {
 impl GStat {
     /// 5.9 group_type, reduced to what runnable counts show: 0 has_spare
     /// (fewer tasks than CPUs), 1 fully_busy, 2 overloaded (more tasks than
-    /// CPUs) (MODEL-FACTS.md section 3).
+    /// CPUs) (docs/model.md, Load balancing).
     fn kind(&self) -> u8 {
         match self.nr.cmp(&self.weight) {
             std::cmp::Ordering::Less => 0,
@@ -267,7 +268,7 @@ impl Cfs {
         }
     }
 
-    /// imbalance_pct per level (MODEL-FACTS.md section 1).
+    /// imbalance_pct per level (docs/model.md, Placement in the fair class).
     fn imbalance_pct(level: Level) -> u64 {
         match level {
             Level::Smt => 110,
@@ -571,7 +572,8 @@ impl Cfs {
                 None => self.has_idle_cores[die] = false,
             }
         }
-        // select_idle_cpu with SIS_PROP's budget (MODEL-FACTS.md section 1).
+        // select_idle_cpu with SIS_PROP's budget (docs/model.md, Placement in
+        // the fair class).
         let llc_weight = m.die_cpus[die].len() as f64;
         let a = sim.avg_idle(target) / 512.0;
         let c = SCAN_COST_NS + 1.0;
@@ -637,7 +639,7 @@ impl Cfs {
         self.td.get(t as usize).is_some_and(|d| d.queued_on.is_some())
     }
 
-    /// Balance interval of a domain level (MODEL-FACTS.md section 3): span
+    /// Balance interval of a domain level (docs/model.md, Load balancing): span
     /// weight in ms, x busy_factor on a busy CPU, at least one tick.
     fn interval(sim: &Sim, level: Level, cpu: u32, busy: bool) -> u64 {
         let weight = match level {
@@ -699,8 +701,8 @@ impl Cfs {
     }
 
     /// load_balance for `dst` at one level (5.9 find_busiest_group,
-    /// calculate_imbalance, find_busiest_queue, detach_tasks; MODEL-FACTS.md
-    /// section 3), on runnable counts and the model's PELT loads. Moves up to
+    /// calculate_imbalance, find_busiest_queue, detach_tasks; docs/model.md,
+    /// Load balancing), on runnable counts and the model's PELT loads. Moves up to
     /// the computed imbalance, at most NR_MIGRATE tasks, from the busiest CPU
     /// of the busiest group; only waiting tasks move (no active balance).
     /// Returns the tasks moved.
@@ -862,8 +864,8 @@ impl Policy for Cfs {
             d.vr.saturating_sub(self.rq[d.vr_cpu as usize].min_vr)
         });
         let d = &mut self.td[t];
-        // A new task's load starts full (load_avg = weight, MODEL-FACTS.md
-        // section 4).
+        // A new task's load starts full (load_avg = weight, docs/model.md,
+        // PELT and schedutil).
         d.load = Avg { v: 1.0, n: 1.0, t: now };
         d.recent_used_cpu = cpu;
         d.vr_cpu = cpu;
@@ -1006,7 +1008,7 @@ impl Policy for Cfs {
     fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
         let now = sim.now();
         let c = cpu as usize;
-        // check_preempt_tick (MODEL-FACTS.md section 2).
+        // check_preempt_tick (docs/model.md, Run queue and tick).
         let nr = self.rq[c].nr_running();
         let ideal = Self::slice(nr);
         let ran = now - self.td[t as usize].picked_at;
@@ -1028,11 +1030,11 @@ impl Policy for Cfs {
         }
         let t_pid = sim.task(t).pid;
         // Periodic balancing per level: interval = span weight ms, x32 on a
-        // busy CPU (MODEL-FACTS.md section 3).
+        // busy CPU (docs/model.md, Load balancing).
         self.n.periodic_pulls += self.rebalance_domains(sim, cpu, t_pid, false) as u64;
         // nohz_balancer_kick: a busy CPU with waiting tasks (nr_running >= 2)
         // kicks the idle-load-balance CPU once nohz.next_balance is due
-        // (MODEL-FACTS.md section 3). find_new_ilb: the first idle CPU in
+        // (docs/model.md, Load balancing). find_new_ilb: the first idle CPU in
         // CPU-id order, machine-wide.
         if !self.rq[c].queue.is_empty() && now >= self.nohz_next {
             self.nohz_next = now + TICK_NS;

@@ -5,17 +5,19 @@
 //!   hardware keeps an exponential average of the core's busy share, rising
 //!   with time constant `hw_tau_up_ms` and falling with `hw_tau_down_ms`, and
 //!   every `hw_sample_us` asks for 1.25 x average x max turbo (the 1.25 x busy
-//!   rule of intel_pstate's get_target_pstate, MODEL-FACTS.md section 5),
+//!   rule of intel_pstate's get_target_pstate, docs/model.md, Hardware
+//!   P-states),
 //!   floored to the bus step, clamped to [min, turbo ceiling of the socket].
 //!   After the core falls idle its frequency bounces for a while
-//!   (shared/seeds/000, section 2). The constants are fitted per machine.
+//!   (Fewer Cores, More Hertz, section 2). The constants are fitted per
+//!   machine.
 //! - `performance`: the same hardware, with the floor at the base frequency
-//!   (shared/seeds/001, section 2.3: "the hardware can still freely choose
+//!   (Nest, section 2.3: "the hardware can still freely choose
 //!   between the nominal frequency and the turbo frequencies").
 //! - `schedutil`: 1.25 x util x f_max over PELT utilisation (32 ms half-life),
-//!   rate limited (MODEL-FACTS.md section 4); the request is applied at once
-//!   (the raw transition takes tens of microseconds, shared/seeds/000,
-//!   section 2). The utilisation is the CPU's, or its current task's if
+//!   rate limited (docs/model.md, PELT and schedutil); the request is
+//!   applied at once (the raw transition takes tens of microseconds, Fewer
+//!   Cores, More Hertz, section 2). The utilisation is the CPU's, or its current task's if
 //!   higher (a new task starts at half), plus that of a task being enqueued
 //!   at a fork or wake-up; frequency invariance and util_est are not
 //!   modelled.
@@ -99,7 +101,7 @@ impl CoreDvfs {
     }
 
     /// Power drawn now, W: C x V(f)^2 x f when busy, the idle state's power
-    /// otherwise (MODEL-FACTS.md section 8; coefficients in the machine file).
+    /// otherwise (docs/model.md, Energy; coefficients in the machine file).
     pub fn power(&self, m: &Machine) -> f64 {
         if self.busy {
             let p = &m.spec.power;
@@ -163,7 +165,8 @@ impl CoreDvfs {
 }
 
 /// 1.25 x `share` x f_max (busy share for the hardware, utilisation for
-/// schedutil: MODEL-FACTS.md sections 4 and 5), floored to the bus step and
+/// schedutil: docs/model.md, Hardware P-states and PELT and schedutil),
+/// floored to the bus step and
 /// clamped to [floor, ceiling], kHz.
 pub fn request(m: &Machine, share: f64, floor: u32, ceiling: u32) -> u32 {
     let step = m.spec.dvfs.freq_step_mhz * 1000;

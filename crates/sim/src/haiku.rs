@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `haiku-low-latency` and `haiku-power-saving`: the Haiku scheduler
-//! (shared/seeds/002, Dziepak, "New scheduler merged") as a simulator policy,
+//! (Haiku's scheduler: Dziepak, "New scheduler merged") as a simulator policy,
 //! with its own run queues (not the fair class). The constants are those of
-//! shared/seeds/README.md ("Haiku's constants"); the rules follow the design
-//! of shared/seeds/002 and Haiku's src/system/kernel/scheduler.
+//! docs/model.md, Haiku's constants; the rules follow the design of Haiku's
+//! scheduler and Haiku's src/system/kernel/scheduler.
 //!
-//! - One run queue per core, shared by the core's SMT threads (seed 002, the
+//! - One run queue per core, shared by the core's SMT threads (Haiku's scheduler, the
 //!   paragraph on run queues). A task is queued at the back; a CPU takes the
 //!   front of its core's queue.
 //! - Time slice: the mode's base quantum for a normal-priority thread (base
 //!   quantum x the first multiplier), bounded by the maximum latency divided
 //!   by the number of ready threads per CPU of the core, but never below the
-//!   minimal quantum (seed 002, the paragraph on time slices). A thread's
+//!   minimal quantum (Haiku's scheduler, the paragraph on time slices). A thread's
 //!   used time carries over its sleeps until its quantum ends; a quantum
 //!   timer on each busy CPU ends it.
 //! - Load (scale 0..1000): each thread's "needed load" is the share of its
 //!   available time (running or sleeping, not waiting) it ran, averaged over
-//!   intervals of at least 1000 us (seed 002, the paragraph on load); a core's
+//!   intervals of at least 1000 us (Haiku's scheduler, the paragraph on load); a core's
 //!   load is the sum of the needed loads of its ready threads, kept for the
 //!   rest of the 1000 us interval for threads that went to sleep in it,
 //!   divided by its number of CPUs. Cores above "high" (700) form the
@@ -64,21 +64,21 @@ use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 
 const US: u64 = 1000;
-/// Load scale and measurement interval: shared/seeds/README.md ("Load scale
-/// 0..1000, measured over 1000 us intervals").
+/// Load scale and measurement interval (docs/model.md, Haiku's constants):
+/// 0..1000, measured over 1000 us intervals.
 const MAX_LOAD: i64 = 1000;
 const LOAD_INTERVAL: u64 = 1000 * US;
 /// A measurement interval counts as n intervals when it lasts n x 1000 us,
 /// give or take a quarter interval.
 const INTERVAL_SLACK: u64 = LOAD_INTERVAL / 4;
-/// Thresholds: shared/seeds/README.md ("low 200, target 550, medium 625,
-/// high 700, very high 850, difference 200"). Low and target concern
+/// Thresholds (docs/model.md, Haiku's constants): low 200, target 550,
+/// medium 625, high 700, very high 850, difference 200. Low and target concern
 /// interrupt balancing and frequency requests, which we do not model.
 const MEDIUM_LOAD: i64 = 625;
 const HIGH_LOAD: i64 = 700;
 const VERY_HIGH_LOAD: i64 = 850;
 const LOAD_DIFFERENCE: i64 = 200;
-/// shared/seeds/README.md: "Cache considered cold after 100 ms".
+/// A cache is considered cold after 100 ms (docs/model.md, Haiku's constants).
 const CACHE_EXPIRE: u64 = 100_000 * US;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ struct Quanta {
 }
 
 impl Mode {
-    /// shared/seeds/README.md: low latency 1000 / 100 / {2, 5} / 5000 us;
+    /// docs/model.md, Haiku's constants: low latency 1000 / 100 / {2, 5} / 5000 us;
     /// power saving 2000 / 500 / {3, 10} / 20000 us.
     fn quanta(self) -> Quanta {
         match self {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! warmcore's simulator: machines with per-core DVFS and energy, the Linux
 //! fair-class model, a sched_ext-like policy interface, workloads, and a
-//! deterministic discrete-event engine. See shared/DESIGN.md, "The simulator".
+//! deterministic discrete-event engine. See docs/architecture.md and, for
+//! what the model relies on, docs/model.md.
 
 pub mod cfs;
 pub mod dvfs;

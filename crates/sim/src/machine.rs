@@ -68,7 +68,7 @@ pub struct MachineSpec {
     pub cores_per_socket: u32,
     pub threads_per_core: u32,
     /// Dies (last-level caches) per socket; 1 on all the papers' machines
-    /// (shared/seeds/001, section 5.1).
+    /// (Nest, section 5.1).
     #[serde(default = "one")]
     pub dies_per_socket: u32,
     /// "linux": the first thread of every core, then the second threads;

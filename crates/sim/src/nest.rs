@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `nest`: the Nest placement policy of shared/seeds/001 (Nest), section 3,
-//! with the parameters of its Table 1, on top of the fair-class model.
+//! `nest`: the Nest placement policy (Nest, section 3), with the parameters
+//! of its Table 1, on top of the fair-class model.
 //!
 //! As Nest on Linux, it changes only the choice of a CPU for a forked or
 //! woken task; run queues, preemption and load balancing stay the fair
@@ -64,14 +64,14 @@ use crate::policy::{OnCfs, Policy, Wake, WakeKind};
 use crate::sim::{Mode, Sim, Tid, TICK_NS};
 use crate::SimError;
 
-/// shared/seeds/001 (Nest), Table 1: P_remove = 2 ticks, the delay before an
-/// idle primary core may be compacted.
+/// Nest, Table 1: P_remove = 2 ticks, the delay before an idle primary core
+/// may be compacted.
 pub const P_REMOVE_TICKS: u64 = 2;
-/// shared/seeds/001 (Nest), Table 1: R_max = 5 cores in the reserve nest.
+/// Nest, Table 1: R_max = 5 cores in the reserve nest.
 pub const R_MAX: u32 = 5;
-/// shared/seeds/001 (Nest), Table 1: R_impatient = 2 successive misses.
+/// Nest, Table 1: R_impatient = 2 successive misses.
 pub const R_IMPATIENT: u32 = 2;
-/// shared/seeds/001 (Nest), Table 1: S_max = 2 ticks of spinning.
+/// Nest, Table 1: S_max = 2 ticks of spinning.
 pub const S_MAX_TICKS: u64 = 2;
 
 /// The switches and parameters.

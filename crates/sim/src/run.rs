@@ -141,7 +141,7 @@ impl Sink for StatsSink {
 }
 
 /// Improvement in percent, higher is better whatever the metric's direction
-/// (shared/seeds/000, section 4: "higher is always better"; shared/seeds/001,
+/// (Fewer Cores, More Hertz, section 4: "higher is always better"; Nest,
 /// section 5.1), for `compare` and `reproduce`.
 pub fn improvement_pct(base: f64, x: f64, lower_is_better: bool) -> f64 {
     if base == 0.0 {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `slocal`: the S_local strategy of shared/seeds/000 (Fewer Cores, More
-//! Hertz), section 3.1: a created or woken task is placed on the CPU of the
-//! task that created or woke it (for a fork, the parent's CPU), whose core is
-//! likely running at a high frequency.
+//! `slocal`: the S_local strategy of Fewer Cores, More Hertz, section 3.1: a
+//! created or woken task is placed on the CPU of the task that created or
+//! woke it (for a fork, the parent's CPU), whose core is likely running at a
+//! high frequency.
 //!
 //! Everything else is the fair class (`cfs`): queueing, wakeup and tick
 //! preemption, and load balancing, which is what relieves an oversubscribed

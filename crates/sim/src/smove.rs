@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `smove`: the S_move strategy of shared/seeds/000 (Fewer Cores, More
-//! Hertz), section 3.2, as in the patch posted for review
-//! (shared/seeds/README.md):
+//! `smove`: the S_move strategy of Fewer Cores, More Hertz, section 3.2, as
+//! in the patch published with the paper (docs/model.md, S_move as patched):
 //!
 //! - the fair class (`cfs`) chooses a CPU for a wake-up, fork or exec;
 //! - if that CPU differs from the task's CPU and its frequency sampled at its
@@ -14,7 +13,7 @@
 //!
 //! Parameters: `smove:delay_us=50,threshold_khz=1200000` (threshold in kHz,
 //! 0 disables), `timers_only=on` for the overhead experiment of
-//! shared/seeds/000 section 4 (Table 2): timers armed under the same
+//! Fewer Cores, More Hertz, section 4.5 (Table 2): timers armed under the same
 //! condition, but the task goes to the fair class's choice and the handler
 //! does not migrate. `balance=off` passes through to the fair class.
 //!
@@ -35,7 +34,7 @@ use crate::policy::{OnCfs, Policy, Wake};
 use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 
-/// D: shared/seeds/000, section 3.2 ("a default value of 50 us").
+/// D: Fewer Cores, More Hertz, section 3.2 ("a default value of 50 us").
 pub const DEFAULT_DELAY_US: u64 = 50;
 
 #[derive(Default, Debug)]
@@ -193,7 +192,7 @@ impl OnCfs for SMove {
             "armed": n.armed,
             "cancelled": n.cancelled,
             "fired": n.fired,
-            // shared/seeds/000, Table 2 ("timers triggered"): timers whose
+            // Fewer Cores, More Hertz, Table 2 ("timers triggered"): timers whose
             // handler ran, i.e. that expired before the task was picked.
             "timers_triggered": n.fired,
             "migrated": n.migrated,

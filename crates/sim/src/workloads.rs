@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Built-in workload generators, each with parameters (`name:key=value,...`)
-//! whose defaults come from the papers or MODEL-FACTS.md section 9, or are
+//! whose defaults come from the papers or docs/model.md (Workloads), or are
 //! stated assumptions.
 //!
 //! Work amounts are in microseconds at the 2 GHz reference frequency (see
@@ -94,10 +94,10 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
 /// autoconf/cmake configure: a shell runs checks one after another; each
 /// check forks a subshell that runs the compiler driver, which forks cc1 and
 /// then as, waiting for each: a fork/wait chain with one or two tasks running
-/// at a time (shared/seeds/001, section 5.2; MODEL-FACTS.md section 9).
+/// at a time (Nest, section 5.2; docs/model.md, Workloads).
 /// ASSUMPTIONS: 300 checks; shell work 300 us between checks, subshell 200
 /// us, driver 1 ms, cc1 8 ms, as 1.5 ms (a check takes about 11 ms, in the
-/// 10-50 ms range of MODEL-FACTS.md section 9); jitter 0.5.
+/// 10-50 ms range of docs/model.md, Workloads); jitter 0.5.
 fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let checks = p.int("checks", 300)?;
     let shell = p.num("shell_us", 300.0)?;
@@ -128,7 +128,7 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Linux kernel build with make -jN (shared/seeds/000, section 2): a mostly
+/// Linux kernel build with make -jN (Fewer Cores, More Hertz, section 2): a mostly
 /// sequential fork/wait phase, a parallel phase of N jobs, a sequential tail.
 /// ASSUMPTIONS: 200 sequential steps of 2 ms before and 100 after; 1000
 /// compile jobs of 40 ms (jitter 0.7); jobs defaults to the number of CPUs.
@@ -161,7 +161,7 @@ fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError>
 }
 
 /// perl-benchmark startup: a serial loop of system(perl -e 1): fork, exec,
-/// a short run, exit, wait (MODEL-FACTS.md section 9). ASSUMPTIONS: 200
+/// a short run, exit, wait (docs/model.md, Workloads). ASSUMPTIONS: 200
 /// iterations, perl start-up 3 ms, parent work 100 us.
 fn perl_startup(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let n = p.int("iterations", 200)?;
@@ -175,7 +175,7 @@ fn perl_startup(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     Ok(())
 }
 
-/// hackbench (MODEL-FACTS.md section 9): groups of 20 senders and 20
+/// hackbench (docs/model.md, Workloads): groups of 20 senders and 20
 /// receivers over pipes; each sender writes `loops` messages to each receiver
 /// of its group. Start: every task blocks on a futex, the main task wakes
 /// them all. Pipe capacity 655 messages (64 KiB / 100 B). ASSUMPTIONS: a
@@ -240,7 +240,7 @@ fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     Ok(())
 }
 
-/// schbench (MODEL-FACTS.md section 9): `message` threads each with
+/// schbench (docs/model.md, Workloads): `message` threads each with
 /// `workers` workers. A worker spins c, queues itself and futex-waits; the
 /// message thread wakes its workers (one timestamp per batch), sleeps s.
 /// Metric: wake-up latency from the batch timestamp to the worker running.
@@ -290,7 +290,7 @@ fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// the reference frequency: libgomp without OMP_WAIT_POLICY spins 300 000
 /// iterations, "3 msec" by its own estimate of 100 000 spins per ms, and
 /// only 100 iterations when there are more threads than CPUs
-/// (MODEL-FACTS.md section 9, gcc libgomp/env.c). ASSUMPTION: that
+/// (docs/model.md, Workloads; gcc libgomp/env.c). ASSUMPTION: that
 /// estimate holds at the 2 GHz reference frequency (3000 us and 1 us).
 fn omp_spin_default(threads: u64, m: &Machine) -> f64 {
     if threads > m.nr_cpus as u64 {
@@ -300,7 +300,7 @@ fn omp_spin_default(threads: u64, m: &Machine) -> f64 {
     }
 }
 
-/// NAS-like OpenMP kernel (MODEL-FACTS.md section 9): one thread per CPU,
+/// NAS-like OpenMP kernel (docs/model.md, Workloads): one thread per CPU,
 /// iterations of parallel regions ended by barriers, where threads spin
 /// `spin_us` before they block (libgomp's default wait policy; see
 /// omp_spin_default; spin_us=0: block at once). ASSUMPTIONS: 200
@@ -315,9 +315,9 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     Ok(())
 }
 
-/// mkl-dnn-like (shared/seeds/000, section 4.4): threads on all CPUs with
+/// mkl-dnn-like (Fewer Cores, More Hertz, section 4.4): threads on all CPUs with
 /// short work items between barriers. mkl-dnn uses the OpenMP runtime it
-/// was built with (MODEL-FACTS.md section 9: GCC, so libgomp), so barrier
+/// was built with (docs/model.md, Workloads: GCC, so libgomp), so barrier
 /// waits spin `spin_us` first as in `nas`. ASSUMPTIONS: 2000 iterations of
 /// 100 us.
 fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
@@ -350,7 +350,7 @@ fn barrier_threads(w: &mut Workload, threads: u64, iters: u64, item: Step, spin_
     w.initial.push((main, names[2].into(), Some(0)));
 }
 
-/// DaCapo h2-like (shared/seeds/001, section 5.3): a pool of about 10
+/// DaCapo h2-like (Nest, section 5.3): a pool of about 10
 /// threads doing short transactions separated by brief sleeps.
 /// ASSUMPTIONS: 10 threads, 400 transactions each of 300 us work and 50 us
 /// sleep (a lock or I/O wait).
@@ -372,7 +372,7 @@ fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     Ok(())
 }
 
-/// UnixBench-like tests (shared/seeds/002 reports UnixBench scores), chosen
+/// UnixBench-like tests (Haiku's scheduler reports UnixBench scores), chosen
 /// by `test`: 0 = execl throughput (a process exec'ing itself), 1 = pipe
 /// throughput (one process writing then reading a pipe), 2 = pipe-based
 /// context switching (two processes ping-ponging over two pipes), 3 = shell

@@ -39,7 +39,7 @@ fn freq_trace(evs: &[(u32, Event)]) -> (u64, u64, Vec<(u64, u32)>) {
 
 #[test]
 fn figure3_e7_reaches_max_frequency_29ms_after_start() {
-    // shared/seeds/000 (Fewer Cores), section 2, Figure 3.
+    // Fewer Cores, More Hertz, section 2, Figure 3.
     let m = Machine::load("xeon-e7-8870v4").unwrap();
     let mut w = busy_loop(200.0);
     // Keep the simulation going after the loop ends, to see the way down.
@@ -83,8 +83,8 @@ fn schedutil_follows_pelt_and_performance_floors_at_base() {
     let (_, evs) = simulate(m.clone(), Governor::Schedutil, "cfs", busy_loop(200.0));
     let (start, _, f) = freq_trace(&evs);
     // 1.25 x util x 3.0 GHz reaches 3.0 GHz at util 0.8; a new task starts
-    // at util 0.5, so after 32 ms x log2(2.5) = 42 ms of PELT (MODEL-FACTS.md
-    // section 4); the 4 ms tick samples it. At the start it asks for
+    // at util 0.5, so after 32 ms x log2(2.5) = 42 ms of PELT (docs/model.md,
+    // PELT and schedutil); the 4 ms tick samples it. At the start it asks for
     // 1.25 x 0.5 x 3.0 = 1.875 GHz, floored to 1.8 GHz.
     let at_max = f.iter().find(|x| x.1 == 3_000_000).unwrap().0;
     let up_ms = (at_max - start) as f64 / 1e6;
@@ -159,7 +159,7 @@ fn fork_spreads_to_idle_cores() {
 
 #[test]
 fn fork_wait_chain_disperses_at_low_frequency() {
-    // shared/seeds/000, section 2: a fork/wait chain on an idle machine under
+    // Fewer Cores, More Hertz, section 2: a fork/wait chain on an idle machine under
     // powersave uses many cores, at low frequency.
     let m = Machine::load("xeon-e7-8870v4").unwrap();
     let mut w = warmcore_sim::workloads::build("configure", &[("checks".into(), "60".into())], &m).unwrap();
@@ -216,7 +216,7 @@ fn limits_stop_cleanly_with_a_partial_result() {
 }
 
 /// A policy built on `cfs` through the public interface only, in the manner
-/// of S_move (shared/seeds/README.md): a forked child goes to the parent's
+/// of S_move (docs/model.md, S_move as patched): a forked child goes to the parent's
 /// CPU, with a 50 us timer that moves it to the fair class's choice if it has
 /// not run by then.
 struct Deferred {
@@ -308,7 +308,7 @@ fn policies_can_defer_migrations_with_timers() {
 fn schedutil_counts_a_forked_task_at_enqueue() {
     // A parent on CPU 0 forks a child that CFS places on an idle core: the
     // frequency asked for at the fork already counts the child's half
-    // utilisation (MODEL-FACTS.md section 4), so its first tick, 4 ms in,
+    // utilisation (docs/model.md, PELT and schedutil), so its first tick, 4 ms in,
     // sees 1.25 x 0.5 x f_max or more, not the minimum.
     let m = Machine::load("xeon-gold-6130-2s").unwrap();
     let mut w = Workload::new("fork");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The Nest policy's rules (shared/seeds/001 (Nest), section 3) on small
+//! The Nest policy's rules (Nest, section 3) on small
 //! constructed situations, and its switches.
 
 use std::cell::RefCell;

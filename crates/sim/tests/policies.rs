@@ -125,7 +125,7 @@ fn smove_does_nothing_when_the_chosen_cpu_ticked_above_the_threshold() {
 
 #[test]
 fn smove_timers_only_arms_but_never_moves() {
-    // shared/seeds/000 section 4, Table 2: timers under S_move's condition,
+    // Fewer Cores, More Hertz, section 4.5, Table 2: timers under S_move's condition,
     // a handler that does not migrate; the task goes where CFS chose.
     let m = Machine::load("default").unwrap();
     let (out, evs) = simulate(&m, Governor::Powersave, "smove:timers_only=on,delay_us=1", fork_then(false));
@@ -181,7 +181,7 @@ fn slocal_places_a_woken_task_on_the_wakers_cpu() {
     assert_eq!(stat(&out, "local_forks"), 1);
     // While the parent keeps running the child waits behind it, until the
     // fair class's balancing (a NOHZ kick at the next tick) lets an idle CPU
-    // pull it: S_local's weakness (shared/seeds/000, section 3.1).
+    // pull it: S_local's weakness (Fewer Cores, More Hertz, section 3.1).
     let (_, evs) = simulate(&m, Governor::Powersave, "slocal", fork_then(false));
     let new: Vec<_> = of(&evs, ids::WAKEUP_NEW).into_iter().filter(|(_, e)| e.pid == 2).collect();
     assert_eq!(new[0].1.a(), 0);

@@ -75,7 +75,7 @@ fn bad_input_names_the_culprit_and_the_choices() {
 
 #[test]
 fn fork_wait_chain_shows_inversions_and_underload() {
-    // shared/seeds/000 section 2 and shared/seeds/001 section 5.2: a fork/wait
+    // Fewer Cores, More Hertz, section 2, and Nest, section 5.2: a fork/wait
     // chain on an idle E7 under powersave inverts frequencies and underloads.
     let r = run(&cfg("xeon-e7-8870v4", "configure:checks=60", "cfs", "powersave")).unwrap();
     let inv = r.inversions.expect("frequencies are known");

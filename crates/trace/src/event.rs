@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The event record and the built-in event set.
 //!
-//! A record is SchedLog's 24-byte ring-buffer entry (shared/seeds/004, section
-//! 3.1): an 8-byte timestamp in ns, a 4-byte pid, a 4-byte event id and an
+//! A record is SchedLog's 24-byte ring-buffer entry (Fork/wait, section 3.1):
+//! an 8-byte timestamp in ns, a 4-byte pid, a 4-byte event id and an
 //! 8-byte event-specific argument. The CPU is not stored: a record lives in its
 //! CPU's stream.
 
@@ -90,7 +90,7 @@ macro_rules! event_ids {
     };
 }
 
-// SchedLog's event set (shared/seeds/README.md), then what the simulator and
+// SchedLog's event set (docs/papers.md, Fork/wait), then what the simulator and
 // the schedulers know exactly. Argument layouts: `a` is the low u32, `b` the
 // high u32 of the 8-byte argument.
 event_ids! {

@@ -50,12 +50,12 @@ use crate::meta::Header;
 use crate::reader::{Trace, Window};
 
 /// Length of an underload/overload interval: 4 ms, the tick at 250 Hz, as
-/// in shared/seeds/001 (Nest), section 5.2.
+/// in Nest, section 5.2.
 pub const INTERVAL_NS: u64 = 4_000_000;
 
 /// How soon after a wakeup the waker's CPU must go idle for a frequency
-/// inversion: 1 ms (the definition `trace stats` documents). The pattern is that of shared/seeds/000,
-/// sections 1 and 2: the waker blocks or exits soon after waking or forking
+/// inversion: 1 ms (the definition `trace stats` documents). The pattern is
+/// that of Fewer Cores, More Hertz, sections 1 and 2: the waker blocks or exits soon after waking or forking
 /// a task that was placed on a slower, previously idle core.
 pub const INVERSION_IDLE_WINDOW_NS: u64 = 1_000_000;
 
@@ -124,7 +124,7 @@ pub struct Stats {
     pub duration_ns: u64,
     /// Events the recorder reports it could not record.
     pub lost_events: u64,
-    /// Underload per second (shared/seeds/001 (Nest), section 5.2). Time is
+    /// Underload per second (Nest, section 5.2). Time is
     /// cut into [`INTERVAL_NS`] intervals from the first event. The underload
     /// of an interval is the number of CPUs that ran a task at any point in
     /// it minus the largest number of tasks runnable at one time in it, when
@@ -132,7 +132,7 @@ pub struct Stats {
     /// last one may be partial) divided by the duration in seconds; 0 for a
     /// trace of zero duration.
     pub underload_per_s: f64,
-    /// Overload per second. Nest (shared/seeds/001, section 5.2) names
+    /// Overload per second. Nest (section 5.2) names
     /// overload "multiple tasks trying to run on a single core" without a
     /// formula; here the overload at an instant is the number of runnable
     /// tasks beyond one per CPU, summed over the CPUs that have any (a CPU
@@ -153,7 +153,7 @@ pub struct Stats {
     /// A task waiting on an idle CPU is on its way to run there (a wakeup
     /// that CPU has not served yet) and makes no violation.
     pub work_conservation_violation_ns: u64,
-    /// Frequency inversions (shared/seeds/000, section 2): a task woken or
+    /// Frequency inversions (Fewer Cores, More Hertz, section 2): a task woken or
     /// forked from a CPU running a task at a known frequency F starts its
     /// first run after that wakeup on another CPU whose frequency is known
     /// and below F, and the waker's CPU switches to idle within

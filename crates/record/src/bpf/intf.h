@@ -61,7 +61,7 @@ enum wc_filter {
 };
 
 /*
- * One event: SchedLog's 24-byte entry (shared/seeds/004, section 3.1), the
+ * One event: SchedLog's 24-byte entry (Fork/wait, section 3.1), the
  * same bytes as warmcore_trace::Event. `arg` holds a (low 32 bits) and b.
  */
 struct wc_event {

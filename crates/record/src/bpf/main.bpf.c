@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * warmcore record: SchedLog's event collection (shared/seeds/004, section
- * 3.1) on the scheduler's BTF tracepoints. Every event is one 24-byte entry
+ * warmcore record: SchedLog's event collection (Fork/wait, section 3.1) on
+ * the scheduler's BTF tracepoints. Every event is one 24-byte entry
  * (timestamp, pid, id, 8-byte argument) stored in a buffer private to the CPU
  * it happens on: CPU c owns slots [c * slots, (c + 1) * slots) of `ring`, an
  * array user space maps, used as a ring (struct wc_cpu_buf in intf.h).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! SchedLog raw dumps (shared/seeds/004, section 3.1; event set in
-//! shared/seeds/README.md).
+//! SchedLog raw dumps (Fork/wait, section 3.1; event set in docs/papers.md,
+//! Fork/wait).
 //!
 //! A dump is a directory holding
 //! - `events`: the event-name table, one `ID NAME` line per event (decimal
