@@ -23,27 +23,9 @@ const ABSOLUTE: &[&str] = &["/work/", "/root/", "/home/"];
 /// This file names the patterns it looks for.
 const THIS_TEST: &str = "crates/cli/tests/stands_alone.rs";
 
-/// Citations rewritten by the pending change.
-const PENDING: &str = "citations rewritten by the pending change";
-
 /// Files whose matches are reported but allowed, with the reason.
 const ALLOWED: &[(&str, &str)] = &[
     (THIS_TEST, "the patterns of this test"),
-    // citations rewritten by the pending change
-    ("crates/sim/src/engine.rs", PENDING),
-    ("crates/sim/src/sim.rs", PENDING),
-    ("crates/sim/src/hardware.rs", PENDING),
-    ("crates/sim/src/interp.rs", PENDING),
-    ("crates/sim/src/policy.rs", PENDING),
-    ("crates/sched/src/bpf/main.bpf.c", PENDING),
-    ("crates/sched/src/bpf/intf.h", PENDING),
-    ("crates/cli/src/sim.rs", PENDING),
-    ("crates/cli/src/time.rs", PENDING),
-    ("crates/cli/src/record.rs", PENDING),
-    ("crates/cli/src/sched.rs", PENDING),
-    ("crates/cli/src/vm.rs", PENDING),
-    ("crates/sched/src/lib.rs", PENDING),
-    ("crates/sched/src/stats.rs", PENDING),
 ];
 
 fn repo_root() -> PathBuf {

@@ -105,7 +105,7 @@ pub struct SchedOpts {
     /// each CPU's minimum frequency; 0 disables the delay.
     #[arg(long, value_name = "KHZ")]
     pub smove_threshold_khz: Option<u32>,
-    /// smove: the timer delay D in microseconds (shared/seeds/000, section 3.2).
+    /// smove: the timer delay D in microseconds (Fewer Cores, More Hertz, section 3.2).
     #[arg(long, default_value_t = 50, value_parser = warmcore_args::count::<u64>(1, 1_000_000))]
     pub smove_delay_us: u64,
     /// nest: P_remove, ticks before an idle primary core may be compacted.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Decision counts and the per-operation profile (in the spirit of Haiku's
-//! scheduler profiler, shared/seeds/002: calls, total and mean time), summed
+//! scheduler profiler, Haiku's scheduler, the profiler: calls, total and mean time), summed
 //! over the per-CPU records of the BPF side.
 
 use std::collections::BTreeMap;

@@ -164,7 +164,7 @@ impl Engine {
         // the core reaches one tick after it starts: low where the hardware
         // ramps slowly (the E7-8870 v4), high where it is fast (the 6130 and
         // 5218: "when a core becomes idle there is often no clock tick that
-        // observes a low frequency", shared/seeds/001, section 5.2).
+        // observes a low frequency", Nest, section 5.2).
         let tick_freq = crate::dvfs::freq_after_busy(&machine, governor, TICK_NS);
         let cpus = (0..n)
             .map(|_| Cpu {
@@ -174,7 +174,7 @@ impl Engine {
                 idle_state: (machine.spec.idle.len() - 1) as u8,
                 idle_since: 0,
                 // rq->avg_idle starts at 2 x migration_cost = 1 ms
-                // (MODEL-FACTS.md section 1).
+                // (docs/model.md, Placement in the fair class).
                 avg_idle: 1e6,
                 seg_start: 0,
                 rate: 0.0,
@@ -404,7 +404,7 @@ impl Engine {
             Kind::Tick => {
                 let cpu = &mut self.sim.cpus[c as usize];
                 cpu.tick_pending = false;
-                // No ticks on idle CPUs (NO_HZ_IDLE, MODEL-FACTS.md section 0).
+                // No ticks on idle CPUs (NO_HZ_IDLE, docs/model.md, Kernel configuration).
                 if cpu.mode != Mode::Running {
                     return Ok(());
                 }
@@ -500,8 +500,8 @@ impl Engine {
         }
         cpu.mode = Mode::Waking;
         cpu.spin_until = 0;
-        // rq->avg_idle: EWMA (1/8) of idle periods, capped (MODEL-FACTS.md
-        // section 1); the cap of 10 ms is an ASSUMPTION.
+        // rq->avg_idle: EWMA (1/8) of idle periods, capped (docs/model.md,
+        // Placement in the fair class); the cap of 10 ms is an ASSUMPTION.
         let idle = (now - cpu.idle_since) as f64;
         cpu.avg_idle = (cpu.avg_idle + (idle - cpu.avg_idle) / 8.0).min(10e6);
         cpu.wake_gen = cpu.wake_gen.wrapping_add(1);
@@ -587,7 +587,7 @@ impl Engine {
             blocked_on: BlockedOn::Nothing,
             spinning: None,
             // A new task starts at half utilisation: util_avg = 512 when
-            // forked on an idle CPU (MODEL-FACTS.md section 4; we use it
+            // forked on an idle CPU (docs/model.md, PELT and schedutil; we use it
             // whatever the CPU's load).
             util: 0.5,
             util_t: self.sim.now,

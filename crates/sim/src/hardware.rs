@@ -194,7 +194,7 @@ impl Sim {
 // ---- PELT and schedutil ----
 impl Sim {
     pub(crate) fn pelt_update(&mut self, c: u32) {
-        // PELT: 32 ms half-life (MODEL-FACTS.md section 4), continuous form.
+        // PELT: 32 ms half-life (docs/model.md, PELT and schedutil), continuous form.
         // Only schedutil reads utilisations: the hardware governors skip it.
         if self.governor != Governor::Schedutil {
             return;
@@ -227,10 +227,10 @@ impl Sim {
     }
 
     /// schedutil: next_f = 1.25 x f_max x util, rate limited
-    /// (MODEL-FACTS.md section 4). `enqueued`, a task just placed on `c`:
+    /// (docs/model.md, PELT and schedutil). `enqueued`, a task just placed on `c`:
     /// its utilisation joins the CPU's at enqueue, before it runs, as a
     /// cfs_rq's util_avg includes its queued tasks' (a new task brings 512,
-    /// MODEL-FACTS.md section 4), so the frequency asked for at a fork or a
+    /// docs/model.md, PELT and schedutil), so the frequency asked for at a fork or a
     /// wake-up already counts the task.
     pub(crate) fn schedutil_update(&mut self, c: u32, enqueued: Option<Tid>) {
         if self.governor != Governor::Schedutil {

@@ -157,7 +157,7 @@ impl Engine {
                     self.sim.sink.note_process(pid, 0, comm, now);
                     self.sim.tasks[t as usize].comm.clone_from(comm);
                     // sched_exec: exec placement, migrating if the target
-                    // differs (MODEL-FACTS.md section 1).
+                    // differs (docs/model.md, Wake-up, fork and exec).
                     let w = Wake { kind: WakeKind::Exec, waker: Some(t), waker_cpu: c, sync: false };
                     let target = self.checked_select(t, c, w);
                     if target != c {

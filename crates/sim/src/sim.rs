@@ -32,7 +32,7 @@ use crate::queue::{Entry, EventQueue, Key};
 pub type Tid = u32;
 
 /// The scheduler tick: HZ = 250 in the Debian configs of the papers' kernels
-/// (MODEL-FACTS.md section 0).
+/// (docs/model.md, Kernel configuration).
 pub const TICK_NS: u64 = 4_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

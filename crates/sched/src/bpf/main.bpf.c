@@ -11,13 +11,13 @@
  *
  * Placement policies, chosen at load time:
  *  - default: sched_ext's built-in idle-CPU selection.
- *  - slocal:  shared/seeds/000 (Fewer Cores, More Hertz), section 3.1: the
+ *  - slocal:  Fewer Cores, More Hertz, section 3.1: the
  *             woken or forked task goes to the waker's CPU.
- *  - smove:   shared/seeds/000, section 3.2 and shared/seeds/README.md: if the
+ *  - smove:   Fewer Cores, More Hertz, section 3.2, and docs/model.md, S_move as patched: if the
  *             CPU the default selection chose runs at a low frequency, the
  *             task goes to the waker's CPU and a timer of D us moves it to
  *             the chosen CPU unless it ran first.
- *  - nest:    shared/seeds/001 (Nest), section 3, parameters from Table 1.
+ *  - nest:    Nest, section 3, parameters from Table 1.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -37,9 +37,9 @@ const volatile u64 tick_ns = 4000000ULL;	/* HZ=250, as Debian's kernels */
 const volatile u32 cpu_llc[WC_MAX_CPUS];	/* die (last-level cache) of each CPU */
 const volatile u32 cpu_max_khz[WC_MAX_CPUS];	/* 0: unknown */
 const volatile u32 smove_threshold_khz[WC_MAX_CPUS]; /* "low" when <= this; 0 disables */
-const volatile u64 smove_delay_ns = 50000ULL;	/* shared/seeds/000, section 3.2: D = 50 us */
+const volatile u64 smove_delay_ns = 50000ULL;	/* Fewer Cores, More Hertz, section 3.2: D = 50 us */
 
-/* Nest: shared/seeds/001, Table 1. */
+/* Nest, Table 1. */
 const volatile u64 nest_p_remove_ticks = 2;
 const volatile u32 nest_r_max = 5;
 const volatile u32 nest_r_impatient = 2;
@@ -173,7 +173,7 @@ private(NEST) struct bpf_cpumask __kptr *reserve_mask;
  */
 private(WAIT) struct bpf_cpumask __kptr *waiting_mask;
 
-/* Nest's warmer threads exist (section 3.2 of shared/seeds/001). */
+/* Nest's warmer threads exist (Nest, section 3.2). */
 static __always_inline bool warmers_on(void)
 {
 	return policy == WC_POLICY_NEST && nest_warm;
@@ -978,7 +978,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 warm:
-	/* Section 3.2 of shared/seeds/001: a primary core left idle by a task
+	/* Nest, section 3.2: a primary core left idle by a task
 	 * that blocked is kept warm for up to S_max ticks. */
 	if (warmers_on() && c && c->warmer_pid) {
 		if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
@@ -1097,7 +1097,7 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 	s32 nq, i;
 	u64 s;
 
-	/* smove samples the frequency at the tick (shared/seeds/README.md). */
+	/* smove samples the frequency at the tick (docs/model.md, S_move as patched). */
 	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && cpu_ok(cpu)) {
 		khz = 0;
 		u32 mx = cpu_max_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
