@@ -55,7 +55,10 @@ def test_runs_json_holds_every_report(quick):
     out, _ = quick
     runs = json.loads((out / "runs.json").read_text())
     cells = {(r["workload"].split(":")[0], r["policy"]) for r in runs}
-    assert cells == {(w, p) for w in ("kbuild", "perl-startup") for p in ("cfs", "slocal", "smove")} | {("configure", "cfs")}
+    models = {(w, p) for w in ("kbuild", "perl-startup") for p in ("cfs", "slocal", "smove")} | {("configure", "cfs")}
+    # Beside each run of a paper's policy, its sched_ext twin (scx:NAME).
+    twins = {(w, "scx:" + p) for w in ("kbuild", "perl-startup") for p in ("slocal", "smove")}
+    assert cells == models | twins
     # The whole build for the frequency figure, CFS and S_move, traced.
     assert {r["policy"] for r in runs if r["workload"] == "kbuild" and r["trace"]} == {"cfs", "smove"}
     for r in runs:
