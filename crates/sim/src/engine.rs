@@ -521,9 +521,29 @@ impl Engine {
     }
 
     fn spawn(&mut self, prog: ProgId, comm: &str, cpu: Option<u32>) -> Result<(), SimError> {
+        self.start_task(prog, comm, cpu, false)
+    }
+
+    /// Start a policy's daemon on its CPU (never counted in `alive`).
+    fn spawn_daemon(&mut self, comm: &str, cpu: u32) -> Result<(), SimError> {
+        if cpu >= self.sim.machine.nr_cpus {
+            return Err(SimError::Input(format!("{}: daemon {comm} wants CPU {cpu}", self.policy.name())));
+        }
+        self.start_task(self.sim.daemon_prog, comm, Some(cpu), true)
+    }
+
+    /// A task that no other task created: placed on `cpu`, or by the policy
+    /// as a fork.
+    fn start_task(&mut self, prog: ProgId, comm: &str, cpu: Option<u32>, daemon: bool) -> Result<(), SimError> {
         let t = self.new_task(prog, comm, None);
+        if daemon {
+            self.sim.alive -= 1;
+            let task = &mut self.sim.tasks[t as usize];
+            task.daemon = true;
+            task.pinned = cpu;
+        }
         let pid = self.sim.tasks[t as usize].pid;
-        self.sim.sink.note_process(pid, 0, comm, 0);
+        self.sim.sink.note_process(pid, 0, comm, self.sim.now);
         self.policy.init_task(&mut self.sim, t, None);
         let target = match cpu {
             Some(c) if c < self.sim.machine.nr_cpus => c,
@@ -543,27 +563,6 @@ impl Engine {
         self.sim.nr_add(target, 1);
         self.policy.enqueue(&mut self.sim, t, target, if cpu.is_some() { Enq::Initial } else { Enq::New });
         self.sim.kick(target);
-        Ok(())
-    }
-
-    /// Start a policy's daemon on its CPU (never counted in `alive`).
-    fn spawn_daemon(&mut self, comm: &str, cpu: u32) -> Result<(), SimError> {
-        if cpu >= self.sim.machine.nr_cpus {
-            return Err(SimError::Input(format!("{}: daemon {comm} wants CPU {cpu}", self.policy.name())));
-        }
-        let t = self.new_task(self.sim.daemon_prog, comm, None);
-        self.sim.alive -= 1;
-        let task = &mut self.sim.tasks[t as usize];
-        task.daemon = true;
-        task.pinned = Some(cpu);
-        task.cpu = cpu;
-        let pid = task.pid;
-        self.sim.sink.note_process(pid, 0, comm, self.sim.now);
-        self.policy.init_task(&mut self.sim, t, None);
-        self.sim.emit(cpu, pid, ids::WAKEUP_NEW, cpu, 0);
-        self.sim.nr_add(cpu, 1);
-        self.policy.enqueue(&mut self.sim, t, cpu, Enq::Initial);
-        self.sim.kick(cpu);
         Ok(())
     }
 

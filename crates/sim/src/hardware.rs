@@ -242,7 +242,6 @@ impl Sim {
         if last != u64::MAX && self.now < last + limit {
             return;
         }
-        let extra = enqueued.map_or(0.0, |t| self.task_util(t));
         let n = self.machine.core_cpus[core as usize].len();
         let mut util: f64 = 0.0;
         if let Some(targets) = &self.perf_target {
@@ -251,20 +250,18 @@ impl Sim {
             for i in 0..n {
                 util = util.max(targets[self.machine.core_cpus[core as usize][i] as usize]);
             }
-            let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
-            self.cores[core as usize].su_last = self.now;
-            self.set_freq(core, f);
-            return;
-        }
-        for i in 0..n {
-            let s = self.machine.core_cpus[core as usize][i];
-            self.pelt_update(s);
-            let mine = if s == c { extra } else { 0.0 };
-            util = util.max((self.cpus[s as usize].util + mine).min(1.0));
-            // The CPU's utilisation includes its current task's, which a
-            // task migrating or newly created brings along.
-            if let Some(t) = self.cpus[s as usize].curr {
-                util = util.max(self.task_util(t));
+        } else {
+            let extra = enqueued.map_or(0.0, |t| self.task_util(t));
+            for i in 0..n {
+                let s = self.machine.core_cpus[core as usize][i];
+                self.pelt_update(s);
+                let mine = if s == c { extra } else { 0.0 };
+                util = util.max((self.cpus[s as usize].util + mine).min(1.0));
+                // The CPU's utilisation includes its current task's, which a
+                // task migrating or newly created brings along.
+                if let Some(t) = self.cpus[s as usize].curr {
+                    util = util.max(self.task_util(t));
+                }
             }
         }
         let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
