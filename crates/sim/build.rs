@@ -39,7 +39,8 @@ fn main() {
     let program = fs::read_to_string(PROGRAM).expect("reading crates/sched/src/bpf/main.bpf.c");
     fs::write(out.join("wc_scx_tables.h"), tables(&program)).unwrap();
     let intf = fs::read_to_string("../sched/src/bpf/intf.h").expect("reading crates/sched/src/bpf/intf.h");
-    fs::write(out.join("wc_stat_names.rs"), stat_names(&intf)).unwrap();
+    fs::write(out.join("wc_stat_names.rs"), enum_names(&intf, "wc_stat", "WC_ST_")).unwrap();
+    fs::write(out.join("wc_policy_names.rs"), enum_names(&intf, "wc_policy", "WC_POLICY_")).unwrap();
     let enums = fs::read_to_string(scx_h.join("scx/enums.autogen.bpf.h")).unwrap();
     fs::write(out.join("wc_scx_enum_undefs.h"), enum_undefs(&enums)).unwrap();
 
@@ -77,15 +78,28 @@ fn main() {
     println!("cargo:rustc-env=WARMCORE_SCX_SO={}", so.display());
 }
 
-/// The counters of `enum wc_stat`, named as `warmcore sched --stats` names
-/// them: the enumerator without its prefix, in lower case.
-fn stat_names(intf: &str) -> String {
-    let body = intf.split("enum wc_stat {").nth(1).and_then(|r| r.split('}').next()).expect("intf.h has enum wc_stat");
+/// The enumerators of `enum NAME` in intf.h, without `prefix`, in lower
+/// case and in order, as a Rust array of strings: the counters of
+/// `enum wc_stat` as `warmcore sched --stats` names them, the policies of
+/// `enum wc_policy` as `warmcore sched --policy` names them. An explicit
+/// value must be the enumerator's position (the names are indexed by it).
+fn enum_names(intf: &str, name: &str, prefix: &str) -> String {
+    let body = intf
+        .split(&format!("enum {name} {{"))
+        .nth(1)
+        .and_then(|r| r.split('}').next())
+        .unwrap_or_else(|| panic!("intf.h has no enum {name}"));
     let names: Vec<String> = body
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("WC_ST_"))
-        .filter_map(|l| l.split([',', ' ', '\t', '=']).next())
-        .map(|n| format!("{:?}", n.to_lowercase()))
+        .filter_map(|l| l.trim().strip_prefix(prefix))
+        .enumerate()
+        .map(|(i, l)| {
+            let decl = l.split([',', '/']).next().unwrap();
+            let (n, value) = decl.split_once('=').unwrap_or((decl, ""));
+            let value = value.trim();
+            assert!(value.is_empty() || value.parse() == Ok(i), "intf.h: {prefix}{} is not {i}", n.trim());
+            format!("{:?}", n.trim().to_lowercase())
+        })
         .collect();
     format!("[{}]", names.join(", "))
 }

@@ -44,8 +44,9 @@ use crate::policy::{Daemon, Enq, Policy, Wake, WakeKind};
 use crate::SimError;
 use program::{abi, HostOps, Program, TaskPtr};
 
-/// The program's policies (intf.h's `enum wc_policy`).
-pub const SCX_POLICIES: &[(&str, u32)] = &[("default", 0), ("slocal", 1), ("smove", 2), ("nest", 3)];
+/// The program's policies, named as `warmcore sched --policy` names them
+/// and numbered by their place (intf.h's `enum wc_policy`).
+pub const SCX_POLICIES: &[&str] = &include!(concat!(env!("OUT_DIR"), "/wc_policy_names.rs"));
 
 /// Time offset of the program's clock (see the module doc).
 const CLOCK_OFFSET_NS: u64 = 1_000_000_000;
@@ -84,14 +85,14 @@ const NEST_SWITCHES: &[(&str, &str)] = &[
 ];
 
 fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimError> {
-    let Some(&(_, id)) = SCX_POLICIES.iter().find(|(n, _)| *n == name) else {
+    let Some(id) = SCX_POLICIES.iter().position(|n| *n == name) else {
         return Err(SimError::Input(format!(
             "unknown sched_ext policy 'scx:{name}'; valid: {}",
-            SCX_POLICIES.iter().map(|(n, _)| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
+            SCX_POLICIES.iter().map(|n| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
         )));
     };
     let mut p = Params {
-        policy: id,
+        policy: id as u32,
         slice_us: 5000,
         slice_min_us: 250,
         hz: 250,
@@ -184,6 +185,12 @@ struct TaskState {
     runnable_at: Option<u64>,
 }
 
+/// Whether task `t` may run on `cpu` (a task the program no longer knows
+/// may not).
+fn may_run(tasks: &[Option<TaskState>], t: Tid, cpu: u32) -> bool {
+    tasks[t as usize].as_ref().is_some_and(|s| s.pinned.is_none_or(|p| p == cpu))
+}
+
 /// Where inserts go and what LOCAL means, by the operation being run.
 #[derive(Clone, Copy, PartialEq)]
 enum Context {
@@ -232,7 +239,6 @@ struct Kernel {
     told_idle: Vec<bool>,
     /// cpumask_any_and_distribute's per-CPU cursor.
     cursor: Vec<u32>,
-    cpuperf_target: Vec<u32>,
     cpuperf_one: u32,
     /// Program timers: the simulator's timer and the arming CPU, by slot.
     timers: Vec<Option<(TimerId, u32)>>,
@@ -268,7 +274,7 @@ impl Kernel {
         }
     }
     fn allowed(&self, t: Tid, cpu: u32) -> bool {
-        self.ts(t).pinned.is_none_or(|c| c == cpu)
+        may_run(&self.tasks, t, cpu)
     }
     fn bit(mask: &[u64], cpu: u32) -> bool {
         mask[cpu as usize / 64] >> (cpu % 64) & 1 == 1
@@ -582,7 +588,7 @@ extern "C" fn k_dsq_move_to_local(ctx: *mut c_void, kind: u32, id: u64) -> c_int
         return 0;
     };
     let tasks = &k.tasks;
-    let allowed = |t: Tid, c: u32| tasks[t as usize].as_ref().is_some_and(|s| s.pinned.is_none_or(|p| p == c));
+    let allowed = |t: Tid, c: u32| may_run(tasks, t, c);
     let got = match kind {
         abi::DSQ_GLOBAL => k.global.take_for(cpu, allowed),
         abi::DSQ_USER => match k.user.get_mut(&id) {
@@ -681,10 +687,8 @@ extern "C" fn k_cpuperf_cur(ctx: *mut c_void, cpu: c_int) -> u32 {
 extern "C" fn k_cpuperf_set(ctx: *mut c_void, cpu: c_int, perf: u32) {
     let k = kernel(ctx);
     if k.cpu_valid(cpu, "in scx_bpf_cpuperf_set") {
-        let perf = perf.min(k.cpuperf_one);
-        k.cpuperf_target[cpu as usize] = perf;
-        let one = k.cpuperf_one as f64;
-        k.sim().set_perf_target(cpu as u32, perf as f64 / one);
+        let one = k.cpuperf_one;
+        k.sim().set_perf_target(cpu as u32, perf.min(one) as f64 / one as f64);
     }
 }
 extern "C" fn k_timer_start(ctx: *mut c_void, slot: u32, after: u64) {
@@ -743,7 +747,6 @@ impl Kernel {
 /// `scx:NAME`: the sched_ext program as a policy.
 pub struct ScxPolicy {
     name: String,
-    params: Params,
     /// The program holds a pointer to this table, and the table to `k`.
     _ops: Box<HostOps>,
     k: Box<Kernel>,
@@ -757,8 +760,6 @@ pub struct ScxPolicy {
     prev: Vec<Option<Tid>>,
     balanced: Vec<Option<bool>>,
     warmers: bool,
-    warmer_cpu: Vec<Option<u32>>,
-    stat_names: Vec<String>,
 }
 
 /// The watchdog's timer token (program timers use their slot numbers).
@@ -813,7 +814,6 @@ impl ScxPolicy {
             idle_smt: Box::new([0; abi::MASK_WORDS]),
             told_idle: vec![true; n],
             cursor: vec![0; n],
-            cpuperf_target: vec![0; n],
             // SAFETY: a constant of the program's build.
             cpuperf_one: unsafe { (prog.f.cpuperf_one)() },
             timers: Vec::new(),
@@ -878,7 +878,6 @@ impl ScxPolicy {
         let (ops_mask, timeout_ms) = unsafe { ((prog.f.ops_mask)(), (prog.f.timeout_ms)()) };
         Ok(ScxPolicy {
             name: format!("scx:{name}"),
-            params: p,
             _ops: ops,
             k,
             prog,
@@ -890,32 +889,37 @@ impl ScxPolicy {
             prev: vec![None; n],
             balanced: vec![None; n],
             warmers,
-            warmer_cpu: vec![None; n],
-            stat_names: stat_names(),
         })
     }
 
     /// Run one of the program's operations on `cpu`, in `context`.
     fn call<R>(&mut self, sim: &mut Sim, cpu: u32, context: Context, f: impl FnOnce(&program::Fns) -> R) -> R {
-        self.k.sim = sim;
         self.k.cpu = cpu;
         self.k.context = context;
-        let r = f(&self.prog.f);
+        let fns = &self.prog.f;
+        let r = Self::with_sim(&mut self.k, sim, |_| f(fns));
         self.k.context = Context::Other;
-        self.k.sim = std::ptr::null_mut();
         if let Some(e) = self.k.error.take() {
             self.eject(sim, e);
         }
         r
     }
 
+    /// Let the kernel side reach `sim` for the length of `f` (an operation
+    /// of the program, or kernel work outside one).
+    fn with_sim<R>(k: &mut Kernel, sim: &mut Sim, f: impl FnOnce(&mut Kernel) -> R) -> R {
+        k.sim = sim;
+        let r = f(k);
+        k.sim = std::ptr::null_mut();
+        r
+    }
+
     /// The scheduler is ejected: ops.exit, and the run ends with the reason.
     fn eject(&mut self, sim: &mut Sim, why: String) {
         let msg = CString::new(why.replace('\0', " ")).unwrap();
-        self.k.sim = sim;
+        let exit = self.prog.f.exit;
         // SAFETY: a NUL-terminated message; the program is attached.
-        unsafe { (self.prog.f.exit)(1, msg.as_ptr()) };
-        self.k.sim = std::ptr::null_mut();
+        Self::with_sim(&mut self.k, sim, |_| unsafe { exit(1, msg.as_ptr()) });
         self.k.error = None;
         sim.abort(format!("{} ejected at {} ns: {why}", self.name, sim.now()));
     }
@@ -959,8 +963,7 @@ impl ScxPolicy {
     fn take_global(&mut self, sim: &mut Sim, cpu: u32) -> bool {
         let k = &mut *self.k;
         let tasks = &k.tasks;
-        let allowed = |t: Tid, c: u32| tasks[t as usize].as_ref().is_some_and(|s| s.pinned.is_none_or(|p| p == c));
-        match k.global.take_for(cpu, allowed) {
+        match k.global.take_for(cpu, |t, c| may_run(tasks, t, c)) {
             Some(t) => {
                 sim.set_task_cpu(t, cpu);
                 k.local[cpu as usize].push_back(t);
@@ -1010,7 +1013,7 @@ impl ScxPolicy {
     fn counters(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut out = serde_json::Map::new();
         let Some((bytes, stride, max, copies)) = self.prog.map("stats") else { return out };
-        for (i, name) in self.stat_names.iter().enumerate() {
+        for (i, name) in stat_names().iter().enumerate() {
             let mut sum = 0u64;
             for c in 0..copies * max {
                 let at = c * stride + i * 8;
@@ -1018,7 +1021,7 @@ impl ScxPolicy {
                     sum += u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
                 }
             }
-            out.insert(name.clone(), sum.into());
+            out.insert(name.to_string(), sum.into());
         }
         out
     }
@@ -1026,8 +1029,8 @@ impl ScxPolicy {
 
 /// The counter names of `enum wc_stat` (crates/sched/src/bpf/intf.h), in
 /// order: as `warmcore sched --stats` names them.
-fn stat_names() -> Vec<String> {
-    include!(concat!(env!("OUT_DIR"), "/wc_stat_names.rs")).iter().map(|s| s.to_string()).collect()
+fn stat_names() -> &'static [&'static str] {
+    &include!(concat!(env!("OUT_DIR"), "/wc_stat_names.rs"))
 }
 
 impl Drop for ScxPolicy {
@@ -1051,8 +1054,6 @@ impl Policy for ScxPolicy {
         }
         // Enabling a sched_ext scheduler sets every CPU's performance
         // target to the maximum (ext.c, scx_enable).
-        let one = self.k.cpuperf_one;
-        self.k.cpuperf_target.iter_mut().for_each(|t| *t = one);
         for c in 0..self.k.nr_cpus {
             sim.set_perf_target(c, 1.0);
         }
@@ -1088,7 +1089,6 @@ impl Policy for ScxPolicy {
         if let (true, Some(c)) = (self.warmers, pinned) {
             // The loader registers each warmer thread before the program
             // sees it (the `warmers` map).
-            self.warmer_cpu[c as usize] = Some(t);
             if let Err(e) = self.prog.map_update("warmers", pid, c as i32) {
                 self.eject(sim, e);
                 return;
@@ -1164,10 +1164,7 @@ impl Policy for ScxPolicy {
         }
         if let Some((kind, id, enq)) = self.k.ts_mut(t).direct.take() {
             // A direct dispatch from select_cpu: LOCAL is the selected CPU.
-            self.k.sim = sim;
-            self.k.context = Context::Other;
-            self.k.insert(t, kind, id, None, enq);
-            self.k.sim = std::ptr::null_mut();
+            Self::with_sim(&mut self.k, sim, |k| k.insert(t, kind, id, None, enq));
             if let Some(e) = self.k.error.take() {
                 self.eject(sim, e);
             }
@@ -1211,9 +1208,7 @@ impl Policy for ScxPolicy {
     }
 
     fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
-        self.k.sim = sim;
-        self.k.charge(t);
-        self.k.sim = std::ptr::null_mut();
+        Self::with_sim(&mut self.k, sim, |k| k.charge(t));
         let p = self.p(t);
         let exiting = sim.task(t).state == TState::Dead;
         // SAFETY: p is live.
@@ -1231,9 +1226,7 @@ impl Policy for ScxPolicy {
     }
 
     fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
-        self.k.sim = sim;
-        self.k.charge(t);
-        self.k.sim = std::ptr::null_mut();
+        Self::with_sim(&mut self.k, sim, |k| k.charge(t));
         let p = self.p(t);
         // SAFETY: p is live.
         self.call(sim, cpu, Context::Other, |f| unsafe { (f.tick)(p) });
@@ -1269,7 +1262,7 @@ impl Policy for ScxPolicy {
 
     fn stats(&self) -> serde_json::Value {
         let mut m = self.counters();
-        if self.params.policy == 3 {
+        if self.name == "scx:nest" {
             for g in ["nr_primary", "nr_reserve", "max_primary"] {
                 if let Some(v) = self.prog.global_u64(g) {
                     m.insert(g.into(), v.into());
