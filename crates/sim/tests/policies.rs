@@ -2,25 +2,14 @@
 //! The papers' simple placement policies (slocal, smove, haiku-*) on small
 //! constructed situations, and every policy on every workload.
 
-use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::policy::{make_policy, POLICIES};
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{run, Governor, Machine, RunConfig};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{fork_then, of, ran_on, stat, Collect, SMALL_WORKLOADS};
+use common::{fork_then, of, ran_on, simulate, stat, SMALL_WORKLOADS};
 
-fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
-    let c = Collect::default();
-    let p = make_policy(policy, m).unwrap_or_else(|e| panic!("{policy}: {e}"));
-    let mut e = Engine::new(m.clone(), g, p, w, 1, Box::new(c.clone())).unwrap();
-    e.check_invariants = true;
-    let out = e.run(Limits::default()).unwrap_or_else(|e| panic!("{policy}: {e}"));
-    assert!(out.partial.is_none());
-    let evs = c.0.borrow().clone();
-    (out, evs)
-}
 
 
 

@@ -11,7 +11,7 @@ use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{fork_then, of, ran_on, stat, Collect};
+use common::{fork_then, of, ran_on, simulate, stat, Collect};
 
 fn wl(spec: &str, m: &Machine) -> Workload {
     let (name, params) = warmcore_sim::parse_spec(spec);
@@ -20,16 +20,6 @@ fn wl(spec: &str, m: &Machine) -> Workload {
 
 const MACHINES: &[&str] = &["default", "xeon-e7-8870v4", "xeon-gold-5218-2s"];
 
-fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
-    let c = Collect::default();
-    let p = make_policy(policy, m).unwrap_or_else(|e| panic!("{policy}: {e}"));
-    let mut e = Engine::new(m.clone(), g, p, w, 1, Box::new(c.clone())).unwrap();
-    e.check_invariants = true;
-    let out = e.run(Limits::default()).unwrap_or_else(|e| panic!("{policy}: {e}"));
-    assert!(out.partial.is_none(), "{policy}: {:?}", out.partial);
-    let evs = c.0.borrow().clone();
-    (out, evs)
-}
 
 
 

@@ -6,7 +6,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use warmcore_sim::engine::{Outcome, Sink};
+use warmcore_sim::engine::{Engine, Limits, Outcome, Sink};
+use warmcore_sim::policy::make_policy;
+use warmcore_sim::{Governor, Machine};
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_trace::{ids, Event};
 
@@ -69,4 +71,17 @@ pub fn ran_on(evs: &[(u32, Event)], pid: u32) -> Vec<u32> {
 /// A counter of the policy's.
 pub fn stat(out: &Outcome, k: &str) -> u64 {
     out.policy_stats[k].as_u64().unwrap_or_else(|| panic!("no {k} in {}", out.policy_stats))
+}
+
+/// A run of `policy` to its end (not partial), engine invariants checked,
+/// with every event.
+pub fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
+    let c = Collect::default();
+    let p = make_policy(policy, m).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    let mut e = Engine::new(m.clone(), g, p, w, 1, Box::new(c.clone())).unwrap();
+    e.check_invariants = true;
+    let out = e.run(Limits::default()).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    assert!(out.partial.is_none(), "{policy}: {:?}", out.partial);
+    let evs = c.0.borrow().clone();
+    (out, evs)
 }
