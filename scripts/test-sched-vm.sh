@@ -10,9 +10,15 @@
 # parent's CPU 79-93 %, busy parent's child elsewhere 65-100 %), so that
 # emulator noise does not fail the suite while a policy that ignores the
 # rule still does (the default policy puts about 1 in 4 on the parent's CPU).
-# No check is timed: emulated time is too noisy.
-# Known failures are run and reported (XFAIL; XPASS when one starts to
-# pass) but do not fail the suite: each names what is wrong.
+# No check is timed: emulated time is too noisy. What emulation cannot show
+# reliably (S_move's timers firing, Nest keeping a fork/wait chain on two
+# cores, anything about frequency) is checked deterministically by the
+# simulator running this same program (crates/sim/tests/scx.rs), and only
+# reported here.
+# The stress runs as users run the scheduler: no --profile (it changes the
+# hot path), and frequency steering on, so that the kernel's verifier and
+# the stress see the code a machine with schedutil runs (this VM has no
+# cpufreq, where `auto` would leave it off). One short run checks --profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/warmcore}
@@ -23,7 +29,7 @@ trap 'rm -f "$out"' EXIT
 read -r -d '' GUEST <<GUEST_EOF || true
 run_policy() {
   P=\$1; shift
-  warmcore sched --policy \$P --stats 5 --profile "\$@" > /tmp/\$P.stats 2> /tmp/\$P.err &
+  warmcore sched --policy \$P --stats 5 --freq-steer on "\$@" > /tmp/\$P.stats 2> /tmp/\$P.err &
   S=\$!
   i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
   echo "STATE \$P \$(cat /sys/kernel/sched_ext/state) \$(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
@@ -61,6 +67,11 @@ run_policy slocal
 # times slower than on hardware.
 run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us 2000
 run_policy nest
+warmcore sched --policy nest --profile --stats 1 --run-for 4 > /tmp/prof.stats 2> /tmp/prof.err &
+S=\$!; sleep 1
+warmcore vm workload forkcpu --n 20 > /dev/null
+wait \$S; echo "PROF_RC \$?"
+tail -1 /tmp/prof.stats | sed "s/^/PROF /"
 # The tracer on this kernel (the host's may differ): a known workload, then
 # an idle recording stopped by SIGINT.
 warmcore record -o /tmp/rec.wct -- warmcore vm workload forkcpu --n 50 > /dev/null 2> /tmp/rec.err; echo "REC_RC \$?"
@@ -97,8 +108,8 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     if not ok:
         fail.append(what)
-def known_failure(ok, what, why):
-    print(("XPASS " if ok else "XFAIL ") + what + ("" if ok else f" -- known: {why}"))
+def report(what):
+    print("info " + what)
 if not any(l == "DONE" for l in lines):
     check(False, "the guest script ran to the end")
 for p in ["default", "slocal", "smove", "nest"]:
@@ -112,8 +123,6 @@ for p in ["default", "slocal", "smove", "nest"]:
     check(get("STATE_END", p) == "disabled", f"{p}: sched_ext disabled after the scheduler exits")
     f = js("FINAL", p)
     check(f is not None and f["counts"]["select_cpu"] > 0, f"{p}: stats show select_cpu decisions")
-    if f and f.get("profile"):
-        check(f["profile"]["select_cpu"]["calls"] > 0, f"{p}: profile counts select_cpu calls")
     errs = [l for l in lines if l.startswith(f"ERR {p} ") and ("eject" in l or "EXIT" in l)]
     check(not errs, f"{p}: no ejection reported ({errs})")
     if p == "slocal":
@@ -135,23 +144,16 @@ for p in ["default", "slocal", "smove", "nest"]:
         print(f"info smove: fork-to-start median {fb and fb['median_start_ns']} ns with D = 2 ms; "
               f"default policy {fd and fd['median_start_ns']} ns (no timed assertion: emulated time)")
         # Idle CPUs may pull a child before its 2 ms timer expires (each pull
-        # cancels the timer): under emulation that race left 16 and 18 fired
-        # timers in two of seven runs, with every child on another CPU.
-        known_failure(f is not None and f["counts"]["timers_fired"] >= 0.5 * fb["n"],
-                      f"smove: the timers fired ({f and f['counts']['timers_fired']})",
-                      "idle CPUs' pulls race the timers under emulation")
+        # cancels the timer), so how many fire here depends on the host.
+        report(f"smove: {f and f['counts']['timers_fired']} timers fired for {fb and fb['n']} busy forks "
+               "(checked in the simulator: scx_smove_moves_the_child_d_after_the_fork...)")
     if p == "nest":
         cn = js("CHAIN", p); cd = js("CHAIN", "default"); h = js("HOGS", p); sm = js("STATS_MID", p)
-        # The fork hint keeps a chain on 2 CPUs in a quiet boot (3 runs in 4);
-        # right after the stress, short kernel tasks preempt links (an idle
-        # CPU then pulls the link away) or take the core a child is hinted
-        # to, and the chain's exits demote its cores so that its root moves:
-        # most runs there still reach a third CPU.
-        why = ("after the stress, short kernel tasks on the chain's cores move links "
-               "(pulls after preemption, busy hint cores, exit demotion of the root's core)")
-        known_failure(cn is not None and cn["cpus_used"] <= 2, f"nest: a fork/wait chain uses at most 2 CPUs ({cn})", why)
-        known_failure(cn is not None and cd is not None and cn["cpus_used"] < cd["cpus_used"],
-                      f"nest: fewer CPUs than default in the same boot ({cd and cd['cpus_used']})", why)
+        # Right after the stress, short kernel tasks preempt links or take
+        # the core a child is hinted to, so the CPUs a chain uses here depend
+        # on the host.
+        report(f"nest: a fork/wait chain used {cn and cn['cpus_used']} CPUs, the default policy "
+               f"{cd and cd['cpus_used']} (checked in the simulator: scx_nest_keeps_a_fork_wait_chain_on_two_cpus)")
         check(sm is not None and sm["nest_primary_max"] >= 4, f"nest: the primary nest grows to 4 CPUs ({sm and sm['nest_primary_max']})")
         # Under single-threaded TCG every vCPU shares one host thread: when
         # the host is busy, guest wall time passes with no vCPU running, so
@@ -172,6 +174,12 @@ def info(tag, key):
         if l.startswith(tag + " ") and l[len(tag) + 1:].split(":")[0].strip() == key:
             return l.split(":", 1)[1].strip()
     return None
+try:
+    prof = json.loads(val("PROF") or "")
+except ValueError:
+    prof = None
+check(val("PROF_RC") == "0" and prof is not None and prof.get("profile", {}).get("select_cpu", {}).get("calls", 0) > 0,
+      f"nest --profile: the profile counts select_cpu calls ({prof and prof.get('profile')})")
 check(val("REC_RC") == "0", f"record: exit status 0 on this kernel ({[l for l in lines if l.startswith('REC_ERR')]})")
 check(info("REC_INFO", "status") == "complete" and info("REC_INFO", "lost events") == "0",
       f"record: a complete trace, nothing lost ({info('REC_INFO', 'status')}, lost {info('REC_INFO', 'lost events')})")

@@ -32,13 +32,17 @@ const SCHED_EXT_DIR: &str = "/sys/kernel/sched_ext";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Policy {
-    /// sched_ext's built-in idle-CPU selection.
+    /// sched_ext's built-in idle-CPU selection; each CPU's frequency target
+    /// follows its utilisation, as under the fair class.
     Default,
-    /// S_local: the woken or forked task goes to the waker's CPU.
+    /// S_local: the woken or forked task goes to the waker's CPU; frequency
+    /// targets follow utilisation.
     Slocal,
-    /// S_move: the waker's CPU when the chosen CPU is slow, with a move timer.
+    /// S_move: the waker's CPU when the chosen CPU is slow, with a move
+    /// timer; frequency targets follow utilisation.
     Smove,
-    /// Nest: primary and reserve nests, warm cores.
+    /// Nest: primary and reserve nests, warm cores; primary-nest CPUs ask
+    /// for the highest frequency, the others follow their utilisation.
     Nest,
 }
 
@@ -59,6 +63,17 @@ impl Policy {
             Policy::Nest => "nest",
         }
     }
+}
+
+/// When the scheduler sets CPU performance targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FreqSteer {
+    /// When some CPU's cpufreq governor is schedutil, the one that follows them.
+    Auto,
+    /// Always.
+    On,
+    /// Never: under schedutil every CPU then asks for its highest frequency.
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -92,6 +107,12 @@ pub struct SchedOpts {
     /// Where CPU frequencies come from.
     #[arg(long, value_enum, default_value = "kernel")]
     pub freq_source: FreqSource,
+    /// Set each CPU's performance target (scx_bpf_cpuperf_set), which the
+    /// schedutil governor follows once a sched_ext scheduler runs: from the
+    /// CPU's and its running task's utilisation, as the fair class computes
+    /// it, or the maximum for nest's primary CPUs.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub freq_steer: FreqSteer,
     /// Longest slice, in microseconds (shrinks as tasks wait).
     #[arg(long, default_value_t = 5000, value_parser = warmcore_args::count::<u64>(100, 1_000_000))]
     pub slice_us: u64,
@@ -337,6 +358,14 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
             FreqSource::Map => bpf_intf::wc_freq_source_WC_FREQ_MAP,
         };
         ro.profile = opts.profile;
+        ro.freq_steer = match opts.freq_steer {
+            FreqSteer::On => true,
+            FreqSteer::Off => false,
+            FreqSteer::Auto => (0..nr_cpus).any(|cpu| {
+                std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"))
+                    .is_ok_and(|g| g.trim() == "schedutil")
+            }),
+        };
         ro.slice_max_ns = opts.slice_us * 1000;
         ro.slice_min_ns = opts.slice_min_us * 1000;
         ro.tick_ns = 1_000_000_000 / opts.hz;

@@ -7,6 +7,7 @@ use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::workloads;
+use warmcore_sim::run::{run, RunConfig};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
@@ -19,10 +20,6 @@ fn wl(spec: &str, m: &Machine) -> Workload {
 }
 
 const MACHINES: &[&str] = &["default", "xeon-e7-8870v4", "xeon-gold-5218-2s"];
-
-
-
-
 
 /// pids of the policy's warmer threads (Nest): the first tasks, one per CPU,
 /// created before the workload's, each on its own CPU.
@@ -252,16 +249,83 @@ fn scx_runs_are_deterministic_and_independent() {
     }
 }
 
+/// The mean frequency (MHz) of a run's busy time, and the share of it in
+/// the top band of its frequency residency.
+fn busy_frequency(machine: &str, policy: &str) -> (f64, f64) {
+    let cfg = RunConfig::new(machine, "configure", policy, "schedutil", 1);
+    let r = run(&cfg).unwrap_or_else(|e| panic!("{policy}: {e}"));
+    assert!(r.partial.is_none(), "{policy}: {:?}", r.partial);
+    let bands = r.freq_residency.as_ref().and_then(|v| v.as_array()).expect("a frequency residency");
+    let (mut mean, mut top) = (0.0, 0.0);
+    let max_hi = bands.iter().filter(|b| b["fraction"].as_f64().unwrap() > 0.0).map(|b| b["hi_mhz"].as_f64().unwrap()).fold(0.0, f64::max);
+    for b in bands {
+        let (f, lo, hi) = (b["fraction"].as_f64().unwrap(), b["lo_mhz"].as_f64().unwrap(), b["hi_mhz"].as_f64().unwrap());
+        mean += f * (lo + hi) / 2.0;
+        if hi == max_hi && hi * 1000.0 >= Machine::load(machine).unwrap().turbo_by_active[1] as f64 {
+            top += f;
+        }
+    }
+    (mean, top)
+}
+
 #[test]
-fn scx_under_schedutil_asks_for_the_top_frequency() {
-    // Enabling a sched_ext scheduler sets every CPU's performance target to
-    // the maximum, and this program never lowers it: schedutil then asks
-    // for the top frequency on every CPU that runs.
-    let m = Machine::load("default").unwrap();
-    let w = wl("configure:checks=20", &m);
-    let (_, evs) = simulate(&m, Governor::Schedutil, "scx:default", w);
-    let top = of(&evs, ids::FREQ_CHANGE).iter().map(|(_, e)| e.a()).max().unwrap();
-    assert_eq!(top, m.turbo_by_active[1]);
+fn scx_steers_frequency_under_schedutil_as_the_fair_class_does() {
+    for name in ["default", "xeon-gold-5218-2s"] {
+        // Enabling a sched_ext scheduler sets every CPU's performance target
+        // to the maximum: left there, every busy CPU runs at the top.
+        let (_, top) = busy_frequency(name, "scx:default:freq_steer=off");
+        assert!(top > 0.99, "{name}: without steering, {top} of the busy time at the top");
+        // Steered from utilisation, the frequencies are the fair class's.
+        let (cfs, _) = busy_frequency(name, "cfs");
+        let (scx, top) = busy_frequency(name, "scx:default");
+        assert!(top < 0.5, "{name}: steered, {top} of the busy time at the top");
+        assert!((scx - cfs).abs() < 0.1 * cfs, "{name}: mean busy frequency {scx:.0} MHz, the fair class's {cfs:.0} MHz");
+    }
+}
+
+/// A task on CPU 2 runs 200 us every 5 ms, 100 times.
+fn light_periodic() -> Workload {
+    let mut w = Workload::new("light");
+    let tick = w.add("tick", vec![Step::Compute(Amount::work_us(200.0, 0.0)), Step::Sleep(Amount::fixed(4.8e6))]);
+    let main = w.add("main", vec![Step::Repeat(tick, 100), Step::Exit]);
+    w.initial.push((main, "main".into(), Some(2)));
+    w
+}
+
+/// The frequency (kHz) at each switch-in of `pid` after `from` ns.
+fn freq_at_switch_in(evs: &[(u32, Event)], pid: u32, from: u64) -> Vec<u32> {
+    let mut freq = std::collections::HashMap::new();
+    let mut v = vec![];
+    for (c, e) in evs {
+        if e.id == ids::FREQ_CHANGE {
+            freq.insert(*c, e.a());
+        } else if e.id == ids::CTX_SWITCH && e.a() == pid && e.ts >= from {
+            v.push(freq[c]);
+        }
+    }
+    v
+}
+
+#[test]
+fn scx_nest_keeps_its_primary_cores_at_the_top_frequency_and_lets_others_fall() {
+    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let mean = |policy: &str| {
+        // No warmers: their spinning would keep the core busy anyway.
+        let (_, evs) = simulate(&m, Governor::Schedutil, policy, light_periodic());
+        let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
+        let f = freq_at_switch_in(&evs, pid, 100_000_000);
+        assert!(f.len() > 50, "{policy}: {} runs", f.len());
+        f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64
+    };
+    let top = m.turbo_by_active[1] as f64;
+    // The task's core stays in the primary nest (it is used every 5 ms,
+    // within P_remove): its target stays at the maximum.
+    let nest = mean("scx:nest:warm=off");
+    assert!(nest > 0.9 * top, "scx:nest: {nest} kHz, the top is {top}");
+    // Under the built-in selection the core's target follows the task's
+    // 4 % utilisation down.
+    let dfl = mean("scx:default");
+    assert!(dfl < 0.5 * top, "scx:default: {dfl} kHz");
 }
 
 #[test]

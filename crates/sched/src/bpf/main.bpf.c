@@ -38,6 +38,7 @@ const volatile u32 cpu_llc[WC_MAX_CPUS];	/* die (last-level cache) of each CPU *
 const volatile u32 cpu_max_khz[WC_MAX_CPUS];	/* 0: unknown */
 const volatile u32 smove_threshold_khz[WC_MAX_CPUS]; /* "low" when <= this; 0 disables */
 const volatile u64 smove_delay_ns = 50000ULL;	/* Fewer Cores, More Hertz, section 3.2: D = 50 us */
+const volatile bool freq_steer = false;		/* set performance targets (see "frequency") */
 
 /* Nest, Table 1. */
 const volatile u64 nest_p_remove_ticks = 2;
@@ -77,6 +78,9 @@ struct cpu_ctx {
 	u8 warm_feed;		/* nest: run the warmer briefly (watchdog) */
 	u8 exited_here;		/* nest: the last task to stop here exited */
 	u8 compact_tried;	/* nest: someone tried this compactable core */
+	u8 busy;		/* a task runs here (freq_steer) */
+	u64 util;		/* freq_steer: busy-time average, WC_UTIL_FULL scale */
+	u64 util_t;		/* freq_steer: time util is brought to */
 };
 
 struct {
@@ -95,7 +99,10 @@ struct task_ctx {
 	u32 smove_gen;		/* smove: generation of the armed timer */
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
+	u8 woke;		/* freq_steer: new, or slept since it last ran */
 	s32 warmer_cpu;
+	u64 util;		/* freq_steer: running-time average, WC_UTIL_FULL scale */
+	u64 util_t;
 };
 
 struct {
@@ -353,6 +360,110 @@ static s32 kick_idle_for(struct task_struct *p, s32 from)
 	return -1;
 }
 
+/* ------------------------------------------------------------ frequency */
+
+/*
+ * Once a sched_ext scheduler is enabled, schedutil asks each CPU for the
+ * performance target the scheduler set (docs/model.md, sched_ext and
+ * schedutil), and the kernel starts every target at the maximum. With
+ * freq_steer, the target follows utilisation as the fair class computes it
+ * (PELT: a running average of time busy, halving every 2^25 ns), a CPU's
+ * being the larger of its own and its running task's, so that a task keeps
+ * its history when it moves, and schedutil adds its usual headroom. Nest
+ * keeps its primary cores at the maximum (Nest, section 3.2: the primary
+ * nest is kept warm) and lets the others follow their utilisation.
+ *
+ * The average is kept here in periods of 2^15 ns, 2^10 of them to a
+ * half-life, fine enough for the sub-millisecond runs of a fork/wait chain.
+ */
+#define WC_UTIL_PERIOD_SHIFT 15
+#define WC_UTIL_HALF_LIFE_SHIFT 10
+#define WC_UTIL_FULL (1ULL << 20)
+
+/* 2^32 x 2^(-2^k / 2^10): the decay over 2^k periods. */
+static const u64 util_decay_pow2[WC_UTIL_HALF_LIFE_SHIFT] = {
+	0xffd3a752, 0xffa75652, 0xff4ecb59, 0xfe9e115c, 0xfd3e0c0d,
+	0xfa83b2db, 0xf5257d15, 0xeac0c6e8, 0xd744fccb, 0xb504f334,
+};
+
+static __always_inline u64 util_decay(u64 v, u64 periods)
+{
+	u32 k;
+
+	if ((periods >> WC_UTIL_HALF_LIFE_SHIFT) >= 32)
+		return 0;
+	v >>= periods >> WC_UTIL_HALF_LIFE_SHIFT;
+	for (k = 0; k < WC_UTIL_HALF_LIFE_SHIFT; k++)
+		if (periods & (1ULL << k))
+			v = (v * util_decay_pow2[k]) >> 32;
+	return v;
+}
+
+/* Bring @util from *@t to @now, busy (or not) all along. *@t advances by
+ * whole periods, so that no time is lost to rounding. */
+static __always_inline void util_update(u64 *util, u64 *t, u64 now, bool busy)
+{
+	u64 n;
+
+	if (!*t || time_before(now, *t)) {
+		*t = now;
+		return;
+	}
+	n = (now - *t) >> WC_UTIL_PERIOD_SHIFT;
+	if (!n)
+		return;
+	*t += n << WC_UTIL_PERIOD_SHIFT;
+	if (busy)
+		*util = WC_UTIL_FULL - util_decay(WC_UTIL_FULL - *util, n);
+	else
+		*util = util_decay(*util, n);
+}
+
+/*
+ * @cpu's performance target: the maximum if @keep_max, else from its
+ * utilisation and @tctx's (the task placed there or running there, or NULL),
+ * brought to now. A task that just woke or was forked brings its
+ * utilisation on top of the CPU's, as the fair class adds a task's to its
+ * run queue's at enqueue, when schedutil is asked; a running task's counts
+ * for at least its own.
+ */
+static void perf_update(s32 cpu, struct cpu_ctx *c, struct task_ctx *tctx, bool task_ran,
+			bool keep_max)
+{
+	u64 u, now = now_ns();
+
+	util_update(&c->util, &c->util_t, now, c->busy);
+	u = c->util;
+	if (tctx) {
+		util_update(&tctx->util, &tctx->util_t, now, task_ran);
+		if (tctx->woke) {
+			tctx->woke = 0;
+			u += tctx->util;
+			if (u > WC_UTIL_FULL)
+				u = WC_UTIL_FULL;
+		} else if (tctx->util > u) {
+			u = tctx->util;
+		}
+	}
+	if (keep_max)
+		u = WC_UTIL_FULL;
+	scx_bpf_cpuperf_set(cpu, u * SCX_CPUPERF_ONE / WC_UTIL_FULL);
+}
+
+static bool primary_has(s32 cpu);
+
+/* @p was placed on @cpu: schedutil, asked now, counts it there. */
+static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	struct cpu_ctx *c;
+
+	if (!freq_steer || !cpu_ok(cpu) || !(c = cpu_ctx(cpu)))
+		return;
+	if (!tctx)
+		tctx = task_ctx(p);
+	perf_update(cpu, c, tctx, false, policy == WC_POLICY_NEST && primary_has(cpu));
+}
+
 /* ---------------------------------------------------------------- smove */
 
 static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
@@ -512,6 +623,12 @@ static void nest_demote(struct bpf_cpumask *primary, struct bpf_cpumask *reserve
 		return;
 	__sync_fetch_and_sub(&nr_primary, 1);
 	stat_add(WC_ST_NEST_DEMOTIONS, 1);
+	if (freq_steer) {
+		struct cpu_ctx *c = cpu_ctx(cpu);
+
+		if (c)
+			perf_update(cpu, c, NULL, false, false);
+	}
 	if (nest_reserve && nr_reserve < nest_r_max &&
 	    !bpf_cpumask_test_and_set_cpu(cpu, reserve))
 		__sync_fetch_and_add(&nr_reserve, 1);
@@ -529,6 +646,8 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 		n = __sync_fetch_and_add(&nr_primary, 1) + 1;
 		if (n > max_primary)
 			max_primary = n;
+		if (freq_steer)
+			scx_bpf_cpuperf_set(cpu, SCX_CPUPERF_ONE);
 	}
 }
 
@@ -849,6 +968,7 @@ s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_max_ns, 0);
 		stat_add(WC_ST_DIRECT_IDLE, 1);
 	}
+	perf_placed(p, tctx, cpu);
 out:
 	prof_end(WC_PROF_SELECT_CPU, t0);
 	return cpu;
@@ -888,6 +1008,7 @@ void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 	waiting_set(cpu);
 	stat_add(WC_ST_QUEUED, 1);
+	perf_placed(p, tctx, cpu);
 
 	/* Work conservation: an idle target runs it, else an idle CPU pulls it
 	 * (slocal leaves it to the busy CPU's tick; smove to its timer). */
@@ -1008,6 +1129,16 @@ void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 	 * here spares the hot path a task-storage lookup and a clock read. */
 	if (c)
 		c->run_start = p->se.sum_exec_runtime;
+	if (freq_steer && c) {
+		/* The CPU was idle, the task was not running, until now. */
+		tctx = task_ctx(p);
+		now = now_ns();
+		if (tctx)
+			util_update(&tctx->util, &tctx->util_t, now, false);
+		util_update(&c->util, &c->util_t, now, c->busy);
+		c->busy = 1;
+		perf_update(cpu, c, tctx, true, policy == WC_POLICY_NEST && primary_has(cpu));
+	}
 	if (policy != WC_POLICY_SMOVE && policy != WC_POLICY_NEST)
 		goto out;
 
@@ -1053,6 +1184,21 @@ void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 
 	if (!c)
 		goto out;
+	if (freq_steer) {
+		tctx = task_ctx(p);
+		now = now_ns();
+		if (tctx)
+			util_update(&tctx->util, &tctx->util_t, now, true);
+		util_update(&c->util, &c->util_t, now, true);
+		c->busy = 0;
+		/* A task that sleeps takes its utilisation away (the fair class
+		 * removes it at dequeue). */
+		if (!runnable) {
+			if (tctx)
+				tctx->woke = 1;
+			perf_update(cpu, c, NULL, false, policy == WC_POLICY_NEST && primary_has(cpu));
+		}
+	}
 	if (policy == WC_POLICY_NEST) {
 		tctx = task_ctx(p);
 		now = now_ns();
@@ -1096,6 +1242,10 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 	u32 key = cpu, khz;
 	s32 nq, i;
 	u64 s;
+
+	if (freq_steer && c)
+		perf_update(cpu, c, tctx ? tctx : task_ctx(p), true,
+			    policy == WC_POLICY_NEST && primary_has(cpu));
 
 	/* smove samples the frequency at the tick (docs/model.md, S_move as patched). */
 	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && cpu_ok(cpu)) {
@@ -1187,6 +1337,10 @@ s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_arg
 	tctx->fork_home = -1;
 	tctx->fork_home_next = -1;
 	tctx->warmer_cpu = -1;
+	/* A new task counts as half busy, as the fair class starts it. */
+	tctx->util = WC_UTIL_FULL / 2;
+	tctx->util_t = now_ns();
+	tctx->woke = 1;
 	wcpu = bpf_map_lookup_elem(&warmers, &pid);
 	if (wcpu && cpu_ok(*wcpu)) {
 		struct cpu_ctx *c = cpu_ctx(*wcpu);
@@ -1252,6 +1406,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		c = cpu_ctx(cpu);
 		if (c)
 			c->pull_hint = -1;
+		/* The kernel starts every target at the maximum; an idle CPU
+		 * asks for nothing (a CPU that never runs would otherwise hold
+		 * its SMT sibling's core at the top). */
+		if (freq_steer)
+			scx_bpf_cpuperf_set(cpu, 0);
 		key = cpu;
 		t = bpf_map_lookup_elem(&smove_timers, &key);
 		if (t && policy == WC_POLICY_SMOVE) {

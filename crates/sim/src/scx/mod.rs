@@ -61,6 +61,7 @@ struct Params {
     slice_us: u64,
     slice_min_us: u64,
     hz: u64,
+    freq_steer: bool,
     threshold_khz: Option<u32>,
     delay_us: u64,
     p_remove: u64,
@@ -96,6 +97,9 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         slice_us: 5000,
         slice_min_us: 250,
         hz: 250,
+        // `--freq-steer auto` where the governor is schedutil; the other
+        // governors of the simulator ignore performance targets.
+        freq_steer: true,
         threshold_khz: None,
         delay_us: 50,
         p_remove: 2,
@@ -104,7 +108,7 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         s_max: 2,
         switches: NEST_SWITCHES.iter().map(|&(n, k)| (n, k, true)).collect(),
     };
-    let mut valid: Vec<&str> = vec!["slice_us", "slice_min_us", "hz"];
+    let mut valid: Vec<&str> = vec!["slice_us", "slice_min_us", "hz", "freq_steer"];
     match name {
         "smove" => valid.extend(["threshold_khz", "delay_us"]),
         "nest" => {
@@ -129,6 +133,7 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
             "slice_us" => p.slice_us = num(100, 1_000_000)?,
             "slice_min_us" => p.slice_min_us = num(10, 1_000_000)?,
             "hz" => p.hz = num(100, 1000)?,
+            "freq_steer" => p.freq_steer = on_off(v).ok_or_else(|| bad("on or off"))?,
             "threshold_khz" => p.threshold_khz = Some(num(0, u32::MAX as u64)? as u32),
             "delay_us" => p.delay_us = num(1, 1_000_000)?,
             "p_remove" => p.p_remove = num(0, 1_000_000)?,
@@ -136,11 +141,7 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
             "r_impatient" => p.r_impatient = num(0, 1_000_000)? as u32,
             "s_max" => p.s_max = num(1, 1_000_000)?,
             sw => {
-                let on = match v.as_str() {
-                    "on" | "true" | "1" | "" => true,
-                    "off" | "false" | "0" => false,
-                    _ => return Err(bad("on or off")),
-                };
+                let on = on_off(v).ok_or_else(|| bad("on or off"))?;
                 for s in p.switches.iter_mut().filter(|s| s.0 == sw) {
                     s.2 = on;
                 }
@@ -148,6 +149,14 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         }
     }
     Ok(p)
+}
+
+fn on_off(v: &str) -> Option<bool> {
+    match v {
+        "on" | "true" | "1" | "" => Some(true),
+        "off" | "false" | "0" => Some(false),
+        _ => None,
+    }
 }
 
 /// A dispatch queue: FIFO, or ordered by vtime (then by arrival).
@@ -852,6 +861,7 @@ impl ScxPolicy {
         set(&mut prog, "slice_max_ns", 0, p.slice_us * 1000)?;
         set(&mut prog, "slice_min_ns", 0, p.slice_min_us * 1000)?;
         set(&mut prog, "tick_ns", 0, 1_000_000_000 / p.hz)?;
+        set(&mut prog, "freq_steer", 0, p.freq_steer as u64)?;
         for c in 0..machine.nr_cpus {
             set(&mut prog, "cpu_llc", c, machine.cpu_die[c as usize] as u64)?;
             // cpuinfo_max_freq and cpuinfo_min_freq: the highest and lowest
