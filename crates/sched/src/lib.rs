@@ -29,6 +29,9 @@ use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, 
 /// Where the frequency map is pinned while a scheduler with --freq-source=map runs.
 pub const FREQ_PIN: &str = "/sys/fs/bpf/warmcore_freq";
 const SCHED_EXT_DIR: &str = "/sys/kernel/sched_ext";
+/// The performance scale of scx_bpf_cpuperf_cur/set (the kernel's
+/// SCHED_CAPACITY_SCALE).
+const SCX_CPUPERF_ONE: u32 = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Policy {
@@ -199,6 +202,15 @@ fn preflight() -> Result<()> {
 
 fn read_sysfs_u32(path: &str) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// S_move's threshold of `khz` on the scale of scx_bpf_cpuperf_cur
+/// (SCX_CPUPERF_ONE at the frequency `reference_khz`); 0 when unknown.
+pub fn smove_threshold_perf(khz: u32, reference_khz: u32) -> u32 {
+    if reference_khz == 0 {
+        return 0;
+    }
+    (khz as u64 * SCX_CPUPERF_ONE as u64 / reference_khz as u64).min(u32::MAX as u64) as u32
 }
 
 /// Set one CPU's frequency in the running scheduler's map (--freq-source=map).
@@ -372,11 +384,19 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         for (cpu, &cache) in llc.iter().enumerate().take(nr_cpus) {
             ro.cpu_llc[cpu] = cache;
             let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
-            ro.cpu_max_khz[cpu] = read_sysfs_u32(&format!("{base}/cpuinfo_max_freq")).unwrap_or(0);
-            ro.smove_threshold_khz[cpu] = opts
-                .smove_threshold_khz
-                .or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_min_freq")))
+            let khz = opts.smove_threshold_khz.or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_min_freq"))).unwrap_or(0);
+            ro.smove_threshold_khz[cpu] = khz;
+            // The kernel's measure is relative to a turbo frequency at or
+            // above the base one: dividing by the base frequency counts a
+            // CPU at the threshold as low whatever that turbo frequency is
+            // (docs/model.md, S_move in the scheduler).
+            let reference = read_sysfs_u32(&format!("{base}/base_frequency"))
+                .or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_max_freq")))
                 .unwrap_or(0);
+            ro.smove_threshold_perf[cpu] = smove_threshold_perf(khz, reference);
+            if opts.policy == Policy::Smove && opts.freq_source == FreqSource::Kernel && reference == 0 && cpu == 0 {
+                eprintln!("warmcore sched: smove: this machine reports no CPU frequencies (no cpufreq), so no CPU ever counts as slow; use --freq-source=map to set them");
+            }
         }
         ro.smove_delay_ns = opts.smove_delay_us * 1000;
         ro.nest_p_remove_ticks = opts.nest_p_remove;

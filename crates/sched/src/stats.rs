@@ -29,6 +29,7 @@ pub const STAT_NAMES: [&str; intf::wc_stat_WC_NR_STATS as usize] = [
     "smove_fast",
     "timers_armed",
     "timers_fired",
+    "smove_moved",
     "timers_cancelled",
     "timers_busy",
     "nest_attached",

@@ -536,6 +536,38 @@ bool scx_bpf_dsq_move_to_local___v2___compat(u64 dsq_id, u64 enq_flags)
 	return H->dsq_move_to_local(H->ctx, kind, id);
 }
 
+int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, u64 dsq_id, u64 flags)
+{
+	u32 kind;
+	u64 id;
+
+	if (flags) {
+		H->error(H->ctx, "bpf_iter_scx_dsq_new: flags are not modelled");
+		return -EINVAL;
+	}
+	wc_dsq_of(dsq_id, &kind, &id);
+	return H->dsq_iter_new(H->ctx, it->__opaque, kind, id);
+}
+
+struct task_struct *bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it)
+{
+	return H->dsq_iter_next(H->ctx, it->__opaque);
+}
+
+void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it)
+{
+	H->dsq_iter_destroy(H->ctx, it->__opaque);
+}
+
+bool scx_bpf_dsq_move___new(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags)
+{
+	u32 kind;
+	u64 id;
+
+	wc_dsq_of(dsq_id, &kind, &id);
+	return H->dsq_move(H->ctx, it->__opaque, wc_task_of(p)->tid, kind, id, wc_enq_of(enq_flags));
+}
+
 s32 scx_bpf_dsq_nr_queued(u64 dsq_id)
 {
 	u32 kind;

@@ -82,6 +82,14 @@ struct wc_host_ops {
 			   unsigned int vtime_ordered, unsigned long long vtime, unsigned int enq);
 	int (*dsq_move_to_local)(void *ctx, unsigned int kind, unsigned long long id);
 	int (*dsq_nr_queued)(void *ctx, unsigned int kind, unsigned long long id);
+	/* A DSQ iterator (bpf_iter_scx_dsq): `it` holds its state (6 words);
+	 * next gives a task, or NULL at the end. */
+	int (*dsq_iter_new)(void *ctx, unsigned long long *it, unsigned int kind, unsigned long long id);
+	void *(*dsq_iter_next)(void *ctx, unsigned long long *it);
+	void (*dsq_iter_destroy)(void *ctx, unsigned long long *it);
+	/* Move the task the iterator gave last to another DSQ (scx_bpf_dsq_move). */
+	int (*dsq_move)(void *ctx, unsigned long long *it, unsigned int tid, unsigned int kind,
+			unsigned long long id, unsigned int enq);
 	void (*kick_cpu)(void *ctx, int cpu, unsigned int kick);
 	int (*test_and_clear_cpu_idle)(void *ctx, int cpu);
 	int (*pick_idle_cpu)(void *ctx, const unsigned long long *allowed, unsigned int core_only);

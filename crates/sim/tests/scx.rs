@@ -94,7 +94,7 @@ fn scx_smove_moves_the_child_d_after_the_fork_when_the_parent_keeps_running() {
             let cpus = ran_on(&evs, child);
             assert_eq!(cpus.len(), 1, "{name}: one CPU");
             assert_ne!(cpus[0], 0, "{name}: not the parent's");
-            assert_eq!((stat(&out, "timers_armed"), stat(&out, "timers_fired")), (1, 1), "{name}");
+            assert_eq!((stat(&out, "timers_armed"), stat(&out, "timers_fired"), stat(&out, "smove_moved")), (1, 1, 1), "{name}");
             let mig = evs.iter().find(|(_, e)| e.id == ids::MIGRATE && e.pid == child).expect("the child migrated").1;
             assert_eq!((mig.a(), mig.b()), (0, cpus[0]));
             mig.ts - fork.ts
@@ -104,6 +104,68 @@ fn scx_smove_moves_the_child_d_after_the_fork_when_the_parent_keeps_running() {
         let (a, b) = (moved(50), moved(250));
         assert!(a >= 50_000, "{name}: moved {a} ns after the fork");
         assert_eq!(b - a, 200_000, "{name}: the move follows D exactly");
+    }
+}
+
+/// A parent on CPU 0, after every CPU ticked, forks `n` children 10 us
+/// apart and keeps computing.
+fn ticked_then_forks(m: &Machine, n: u64) -> Workload {
+    let mut w = Workload::new("ticked");
+    let warm = w.add("warm", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
+    for c in 1..m.nr_cpus {
+        w.initial.push((warm, format!("warm{c}"), Some(c)));
+    }
+    let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
+    let fork = w.add("fork", vec![Step::Fork(child), Step::Compute(Amount::work_us(10.0, 0.0))]);
+    let steps = vec![
+        Step::Compute(Amount::work_us(5000.0, 0.0)),
+        Step::Sleep(Amount::fixed(20e6)),
+        Step::Repeat(fork, n),
+        Step::Compute(Amount::fixed(6e6)),
+        Step::WaitAll,
+        Step::Exit,
+    ];
+    let main = w.add("main", steps);
+    w.initial.insert(0, (main, "main".into(), Some(0)));
+    w
+}
+
+#[test]
+fn scx_smove_gives_each_task_its_own_timer() {
+    // One timer per waker CPU kept it busy for D: the forks after the
+    // first, within D, were placed at once.
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        let policy = format!("scx:smove:threshold_khz={},delay_us=200", m.max_khz());
+        let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_forks(&m, 4));
+        assert_eq!(stat(&out, "timers_busy"), 0, "{name}: {}", out.policy_stats);
+        // (The parent's wake-ups may arm more, cancelled as it runs.)
+        assert_eq!((stat(&out, "timers_fired"), stat(&out, "smove_moved")), (4, 4), "{name}: {}", out.policy_stats);
+        // Each child moved D after its own fork, to the CPU chosen at its
+        // fork.
+        for (_, f) in of(&evs, ids::FORK) {
+            let mig = evs.iter().find(|(_, e)| e.id == ids::MIGRATE && e.pid == f.pid).expect("each child moved").1;
+            assert!(mig.ts - f.ts >= 200_000, "{name}: child {} moved {} ns after its fork", f.pid, mig.ts - f.ts);
+            assert_ne!(mig.b(), 0, "{name}");
+        }
+    }
+}
+
+#[test]
+fn scx_smove_reads_the_kernels_frequency_on_its_own_scale() {
+    // The default threshold is the lowest frequency, on the scale of
+    // scx_bpf_cpuperf_cur. At the top frequency (performance) no CPU is
+    // slow: the child goes where the default selection put it.
+    for &name in MACHINES {
+        let m = Machine::load(name).unwrap();
+        let (out, _) = simulate(&m, Governor::Performance, "scx:smove", ticked_then_fork(&m, false));
+        assert_eq!(stat(&out, "timers_armed"), 0, "{name}: {}", out.policy_stats);
+        assert!(stat(&out, "smove_fast") >= 1, "{name}: {}", out.policy_stats);
+        // A CPU that never ticked reads as at its minimum, as in S_move as
+        // patched: a fork that only CPUs like it could take waits on its
+        // parent's CPU.
+        let (out, _) = simulate(&m, Governor::Performance, "scx:smove", fork_then(false));
+        assert_eq!(stat(&out, "timers_armed"), 1, "{name}: {}", out.policy_stats);
     }
 }
 

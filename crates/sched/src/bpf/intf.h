@@ -51,8 +51,9 @@ enum wc_stat {
 	WC_ST_SMOVE_FAST,	/* smove: chosen CPU not at low frequency, placed there */
 	WC_ST_TIMERS_ARMED,	/* smove: move timers armed */
 	WC_ST_TIMERS_FIRED,	/* smove: timer expired with the task still waiting */
+	WC_ST_SMOVE_MOVED,	/* smove: ... and the task moved to the chosen CPU */
 	WC_ST_TIMERS_CANCELLED,	/* smove: task ran before the timer (stale-flag cancel) */
-	WC_ST_TIMERS_BUSY,	/* smove: waker CPU's timer in use, placed directly */
+	WC_ST_TIMERS_BUSY,	/* smove: all the waker CPU's timers in use, placed directly */
 	WC_ST_NEST_ATTACHED,	/* nest: attached core hit */
 	WC_ST_NEST_PRIMARY,	/* nest: idle core found in the primary nest */
 	WC_ST_NEST_RESERVE,	/* nest: idle core found in the reserve nest */

@@ -14,9 +14,9 @@
  *  - slocal:  Fewer Cores, More Hertz, section 3.1: the
  *             woken or forked task goes to the waker's CPU.
  *  - smove:   Fewer Cores, More Hertz, section 3.2, and docs/model.md, S_move as patched: if the
- *             CPU the default selection chose runs at a low frequency, the
- *             task goes to the waker's CPU and a timer of D us moves it to
- *             the chosen CPU unless it ran first.
+ *             CPU the default selection chose ran at a low frequency at its
+ *             last tick, the task goes to the waker's CPU and a timer of its
+ *             own moves it to the chosen CPU D us later unless it ran first.
  *  - nest:    Nest, section 3, parameters from Table 1.
  */
 #include <scx/common.bpf.h>
@@ -35,8 +35,12 @@ const volatile u64 slice_max_ns = 5000000ULL;
 const volatile u64 slice_min_ns = 250000ULL;
 const volatile u64 tick_ns = 4000000ULL;	/* HZ=250, as Debian's kernels */
 const volatile u32 cpu_llc[WC_MAX_CPUS];	/* die (last-level cache) of each CPU */
-const volatile u32 cpu_max_khz[WC_MAX_CPUS];	/* 0: unknown */
-const volatile u32 smove_threshold_khz[WC_MAX_CPUS]; /* "low" when <= this; 0 disables */
+/* smove: a CPU is "low" when its frequency is at or below its threshold,
+ * 0 disabling the test: on --freq-source=map, in kHz; else on the scale of
+ * scx_bpf_cpuperf_cur (SCX_CPUPERF_ONE at the CPU's highest performance
+ * level, as the kernel's frequency invariance counts it). */
+const volatile u32 smove_threshold_khz[WC_MAX_CPUS];
+const volatile u32 smove_threshold_perf[WC_MAX_CPUS];
 const volatile u64 smove_delay_ns = 50000ULL;	/* Fewer Cores, More Hertz, section 3.2: D = 50 us */
 const volatile bool freq_steer = false;		/* set performance targets (see "frequency") */
 
@@ -81,6 +85,8 @@ struct cpu_ctx {
 	u8 busy;		/* a task runs here (freq_steer) */
 	u64 util;		/* freq_steer: busy-time average, WC_UTIL_FULL scale */
 	u64 util_t;		/* freq_steer: time util is brought to */
+	u32 perf_sample;	/* smove: scx_bpf_cpuperf_cur at the last tick */
+	u32 smove_next;		/* smove: the next of this CPU's move timers to try */
 };
 
 struct {
@@ -96,7 +102,7 @@ struct task_ctx {
 	s32 fork_hint;		/* nest: the core to try for its next child */
 	s32 fork_home;		/* nest: a chain's core to return to, tried first */
 	s32 fork_home_next;	/* nest: the home its child will try first */
-	u32 smove_gen;		/* smove: generation of the armed timer */
+	u32 smove_gen;		/* smove: generation of the armed move */
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
 	u8 woke;		/* freq_steer: new, or slept since it last ran */
@@ -136,9 +142,15 @@ struct {
 	__type(value, s32);
 } warmers SEC(".maps");
 
-/* smove: one move timer per waker CPU. Never cancelled (bpf_timer_cancel is
- * refused from select_cpu): a task that runs first clears its pending flag and
- * the callback finds it stale. */
+/*
+ * smove: each pending move has a timer of its own, taken from its waker CPU's
+ * WC_SMOVE_TIMERS. A timer is never cancelled (its callback may wait for the
+ * run queue lock that the cancelling CPU holds): a task that runs first
+ * clears its pending flag, and the callback finds it stale and frees the
+ * timer. A CPU arms a new move only on a free timer.
+ */
+#define WC_SMOVE_TIMERS 8
+
 struct smove_timer {
 	struct bpf_timer timer;
 	s32 pid;
@@ -150,7 +162,7 @@ struct smove_timer {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, WC_MAX_CPUS);
+	__uint(max_entries, WC_MAX_CPUS * WC_SMOVE_TIMERS);
 	__type(key, u32);
 	__type(value, struct smove_timer);
 } smove_timers SEC(".maps");
@@ -293,29 +305,26 @@ static __always_inline bool is_idle(s32 cpu)
 	return r;
 }
 
-/* Frequency of @cpu in kHz as the policy sees it; 0 = unknown. */
-static u32 cpu_freq_khz(s32 cpu)
-{
-	u32 key = cpu;
-	u32 *f;
-
-	if (freq_source == WC_FREQ_MAP) {
-		f = bpf_map_lookup_elem(&freq_map, &key);
-		return f ? *f : 0;
-	}
-	f = bpf_map_lookup_elem(&freq_map, &key);	/* last tick sample */
-	return f ? *f : 0;
-}
-
+/*
+ * S_move's test: @cpu ran at or below its threshold at its last tick (S_move
+ * as patched samples at the tick; a CPU that never ticked reads 0, at its
+ * minimum). On the map, a CPU without a frequency is never low.
+ */
 static bool freq_low(s32 cpu)
 {
-	u32 f, thr;
+	u32 key = cpu, *f, thr;
+	struct cpu_ctx *c;
 
 	if ((u32)cpu >= WC_MAX_CPUS)
 		return false;
-	thr = smove_threshold_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
-	f = cpu_freq_khz(cpu);
-	return thr && f && f <= thr;
+	if (freq_source == WC_FREQ_MAP) {
+		thr = smove_threshold_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
+		f = bpf_map_lookup_elem(&freq_map, &key);
+		return thr && f && *f && *f <= thr;
+	}
+	thr = smove_threshold_perf[(u32)cpu & (WC_MAX_CPUS - 1)];
+	c = cpu_ctx(cpu);
+	return thr && c && c->perf_sample <= thr;
 }
 
 /* A CPU idle as the kernel sees it, or (nest) only running its warmer. */
@@ -468,10 +477,10 @@ static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 
 static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
 {
-	struct task_struct *p;
+	struct task_struct *p, *q;
 	struct task_ctx *tctx;
-	struct cpu_ctx *c;
-	s32 target;
+	s32 target = t->target;
+	bool pending;
 
 	p = bpf_task_from_pid(t->pid);
 	if (!p) {
@@ -479,24 +488,24 @@ static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
 		return 0;
 	}
 	tctx = task_ctx(p);
-	if (tctx && tctx->smove_pending && tctx->smove_gen == t->gen) {
-		/* Not scheduled on the waker's CPU within D: move it to the CPU the
-		 * default selection chose, or to another idle one. */
+	pending = tctx && tctx->smove_pending && tctx->smove_gen == t->gen;
+	if (pending)
 		tctx->smove_pending = 0;
-		stat_add(WC_ST_TIMERS_FIRED, 1);
-		target = t->target;
-		if (!(cpu_ok(target) && scx_bpf_test_and_clear_cpu_idle(target)))
-			target = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (cpu_ok(target)) {
-			c = cpu_ctx(target);
-			if (c)
-				c->pull_hint = t->waker;
-			scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
-			stat_add(WC_ST_KICKS, 1);
-		}
-	}
-	t->busy = 0;
 	bpf_task_release(p);
+	t->busy = 0;
+	if (!pending || !cpu_ok(target) || !cpu_ok(t->waker))
+		return 0;
+	/* Not run on the waker's CPU within D: this task, still in the
+	 * waker's queue, moves to the CPU the default selection chose. */
+	stat_add(WC_ST_TIMERS_FIRED, 1);
+	bpf_for_each(scx_dsq, q, t->waker, 0) {
+		if (q->pid != t->pid)
+			continue;
+		if (bpf_cpumask_test_cpu(target, q->cpus_ptr) &&
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, q, SCX_DSQ_LOCAL_ON | target, 0))
+			stat_add(WC_ST_SMOVE_MOVED, 1);
+		break;
+	}
 	return 0;
 }
 
@@ -536,12 +545,31 @@ out:
 	return found;
 }
 
+/* A free move timer of @waker's, taken; NULL if all are armed. */
+static struct smove_timer *smove_timer_get(s32 waker)
+{
+	struct cpu_ctx *c = cpu_ctx(waker);
+	struct smove_timer *t;
+	u32 i, key;
+
+	if (!c)
+		return NULL;
+	bpf_for(i, 0, WC_SMOVE_TIMERS) {
+		key = waker * WC_SMOVE_TIMERS + (c->smove_next + i) % WC_SMOVE_TIMERS;
+		t = bpf_map_lookup_elem(&smove_timers, &key);
+		if (t && __sync_val_compare_and_swap(&t->busy, 0, 1) == 0) {
+			c->smove_next = (c->smove_next + i + 1) % WC_SMOVE_TIMERS;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 static s32 select_smove(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
 {
 	s32 waker = bpf_get_smp_processor_id();
 	struct smove_timer *t;
 	struct task_ctx *tctx;
-	u32 key = waker;
 	s32 cfs;
 	bool idle = false;
 
@@ -554,10 +582,10 @@ static s32 select_smove(struct task_struct *p, s32 prev, u64 wake_flags, bool *d
 			goto direct;
 		}
 		tctx = task_ctx(p);
-		t = bpf_map_lookup_elem(&smove_timers, &key);
-		if (!tctx || !t)
+		if (!tctx)
 			goto direct;
-		if (__sync_val_compare_and_swap(&t->busy, 0, 1) != 0) {
+		t = smove_timer_get(waker);
+		if (!t) {
 			stat_add(WC_ST_TIMERS_BUSY, 1);
 			goto direct;
 		}
@@ -1239,7 +1267,6 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = warmers_on() ? task_ctx(p) : NULL;
 	struct cpu_ctx *c = cpu_ctx(cpu);
-	u32 key = cpu, khz;
 	s32 nq, i;
 	u64 s;
 
@@ -1248,14 +1275,8 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 			    policy == WC_POLICY_NEST && primary_has(cpu));
 
 	/* smove samples the frequency at the tick (docs/model.md, S_move as patched). */
-	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && cpu_ok(cpu)) {
-		khz = 0;
-		u32 mx = cpu_max_khz[(u32)cpu & (WC_MAX_CPUS - 1)];
-
-		if (mx)
-			khz = (u64)scx_bpf_cpuperf_cur(cpu) * mx / SCX_CPUPERF_ONE;
-		bpf_map_update_elem(&freq_map, &key, &khz, 0);
-	}
+	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && c)
+		c->perf_sample = scx_bpf_cpuperf_cur(cpu);
 
 	if (tctx && tctx->is_warmer) {
 		/* Spin at most S_max ticks, and never while any task waits. */
@@ -1393,7 +1414,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 	struct smove_timer *t;
 	struct feed_timer *ft;
 	struct cpu_ctx *c;
-	u32 key;
+	u32 key, i;
 	s32 cpu, err;
 
 	bpf_for(cpu, 0, nr_cpus) {
@@ -1411,11 +1432,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		 * its SMT sibling's core at the top). */
 		if (freq_steer)
 			scx_bpf_cpuperf_set(cpu, 0);
-		key = cpu;
-		t = bpf_map_lookup_elem(&smove_timers, &key);
-		if (t && policy == WC_POLICY_SMOVE) {
-			bpf_timer_init(&t->timer, &smove_timers, CLOCK_MONOTONIC);
-			bpf_timer_set_callback(&t->timer, smove_timer_cb);
+		if (policy == WC_POLICY_SMOVE) {
+			bpf_for(i, 0, WC_SMOVE_TIMERS) {
+				key = cpu * WC_SMOVE_TIMERS + i;
+				t = bpf_map_lookup_elem(&smove_timers, &key);
+				if (!t)
+					return -ENOENT;
+				bpf_timer_init(&t->timer, &smove_timers, CLOCK_MONOTONIC);
+				bpf_timer_set_callback(&t->timer, smove_timer_cb);
+			}
 		}
 	}
 

@@ -170,6 +170,20 @@ impl Dsq {
     fn len(&self) -> usize {
         self.fifo.len() + self.by_vtime.len()
     }
+    fn contains(&self, t: Tid) -> bool {
+        self.fifo.contains(&t) || self.by_vtime.values().any(|&u| u == t)
+    }
+    /// Take `t` out; false if it is not queued here.
+    fn remove(&mut self, t: Tid) -> bool {
+        if let Some(i) = self.fifo.iter().position(|&u| u == t) {
+            self.fifo.remove(i);
+            return true;
+        }
+        match self.by_vtime.iter().find(|(_, &u)| u == t).map(|(k, _)| *k) {
+            Some(key) => self.by_vtime.remove(&key).is_some(),
+            None => false,
+        }
+    }
     /// The first task in queue order that may run on `cpu`, taken out.
     fn take_for(&mut self, cpu: u32, allowed: impl Fn(Tid, u32) -> bool) -> Option<Tid> {
         if let Some(i) = self.fifo.iter().position(|&t| allowed(t, cpu)) {
@@ -249,6 +263,8 @@ struct Kernel {
     /// cpumask_any_and_distribute's per-CPU cursor.
     cursor: Vec<u32>,
     cpuperf_one: u32,
+    /// The program's live DSQ iterators, by slot.
+    iters: Vec<Option<DsqIter>>,
     /// Program timers: the simulator's timer and the arming CPU, by slot.
     timers: Vec<Option<(TimerId, u32)>>,
     error: Option<String>,
@@ -536,6 +552,13 @@ impl Kernel {
             _ => None,
         }
     }
+    fn dsq_ref(&self, kind: u32, id: u64) -> Option<&Dsq> {
+        match kind {
+            abi::DSQ_GLOBAL => Some(&self.global),
+            abi::DSQ_USER => self.user.get(&id),
+            _ => None,
+        }
+    }
 }
 
 // The program's calls into the kernel (host.h's wc_host_ops).
@@ -635,6 +658,96 @@ extern "C" fn k_dsq_nr_queued(ctx: *mut c_void, kind: u32, id: u64) -> c_int {
             None => -libc::ENOENT,
         },
     }
+}
+/// A DSQ iterator's state in the program's `bpf_iter_scx_dsq`: the queue
+/// (kind, id), a snapshot of its tasks in queue order taken at creation (the
+/// kernel's iterator also skips tasks queued later), and the position.
+struct DsqIter {
+    kind: u32,
+    id: u64,
+    tasks: Vec<Tid>,
+    next: usize,
+}
+
+/// The iterator slot kept in word 0 of `it` (slot + 1; 0 is none).
+fn iter_slot(it: *mut u64) -> usize {
+    // SAFETY: `it` points to the 6 words of the program's bpf_iter_scx_dsq.
+    unsafe { *it as usize }
+}
+extern "C" fn k_dsq_iter_new(ctx: *mut c_void, it: *mut u64, kind: u32, id: u64) -> c_int {
+    let k = kernel(ctx);
+    let Some(q) = k.dsq(kind, id) else {
+        // SAFETY: as in iter_slot.
+        unsafe { *it = 0 };
+        return -libc::ENOENT;
+    };
+    let tasks: Vec<Tid> = q.fifo.iter().copied().chain(q.by_vtime.values().copied()).collect();
+    let slot = match k.iters.iter().position(Option::is_none) {
+        Some(s) => s,
+        None => {
+            k.iters.push(None);
+            k.iters.len() - 1
+        }
+    };
+    k.iters[slot] = Some(DsqIter { kind, id, tasks, next: 0 });
+    // SAFETY: as in iter_slot.
+    unsafe { *it = slot as u64 + 1 };
+    0
+}
+extern "C" fn k_dsq_iter_next(ctx: *mut c_void, it: *mut u64) -> TaskPtr {
+    let k = kernel(ctx);
+    let Some(slot) = iter_slot(it).checked_sub(1) else {
+        return std::ptr::null_mut();
+    };
+    loop {
+        let Some(Some(i)) = k.iters.get_mut(slot) else {
+            return std::ptr::null_mut();
+        };
+        let Some(&t) = i.tasks.get(i.next) else {
+            return std::ptr::null_mut();
+        };
+        i.next += 1;
+        let (kind, id) = (i.kind, i.id);
+        // Only tasks still in the queue.
+        if k.dsq_ref(kind, id).is_some_and(|q| q.contains(t)) {
+            return k.tasks[t as usize].as_ref().map_or(std::ptr::null_mut(), |s| s.p);
+        }
+    }
+}
+extern "C" fn k_dsq_iter_destroy(ctx: *mut c_void, it: *mut u64) {
+    let k = kernel(ctx);
+    if let Some(s) = iter_slot(it).checked_sub(1) {
+        if let Some(e) = k.iters.get_mut(s) {
+            *e = None;
+        }
+    }
+    // SAFETY: as in iter_slot.
+    unsafe { *it = 0 };
+}
+extern "C" fn k_dsq_move(ctx: *mut c_void, it: *mut u64, t: u32, kind: u32, id: u64, enq: u32) -> c_int {
+    let k = kernel(ctx);
+    if matches!(k.context, Context::SelectCpu(_)) {
+        k.fail("scx_bpf_dsq_move called from ops.select_cpu".into());
+        return 0;
+    }
+    let Some(Some(i)) = iter_slot(it).checked_sub(1).and_then(|s| k.iters.get(s)) else {
+        k.fail("scx_bpf_dsq_move without an iterator".into());
+        return 0;
+    };
+    let (from_kind, from_id) = (i.kind, i.id);
+    // The task may have left the queue since the iterator gave it.
+    let Some(q) = k.dsq(from_kind, from_id) else { return 0 };
+    if !q.remove(t) {
+        return 0;
+    }
+    // ext.c, dispatch_to_local_dsq: a task that may not run on the target
+    // CPU goes to the global queue.
+    if kind == abi::DSQ_LOCAL_ON && !k.allowed(t, id as u32) {
+        k.insert(t, abi::DSQ_GLOBAL, 0, None, enq);
+    } else {
+        k.insert(t, kind, id, None, enq);
+    }
+    1
 }
 extern "C" fn k_kick_cpu(ctx: *mut c_void, cpu: c_int, kick: u32) {
     let k = kernel(ctx);
@@ -825,6 +938,7 @@ impl ScxPolicy {
             cursor: vec![0; n],
             // SAFETY: a constant of the program's build.
             cpuperf_one: unsafe { (prog.f.cpuperf_one)() },
+            iters: Vec::new(),
             timers: Vec::new(),
             error: None,
             fns,
@@ -841,6 +955,10 @@ impl ScxPolicy {
             dsq_insert: k_dsq_insert,
             dsq_move_to_local: k_dsq_move_to_local,
             dsq_nr_queued: k_dsq_nr_queued,
+            dsq_iter_new: k_dsq_iter_new,
+            dsq_iter_next: k_dsq_iter_next,
+            dsq_iter_destroy: k_dsq_iter_destroy,
+            dsq_move: k_dsq_move,
             kick_cpu: k_kick_cpu,
             test_and_clear_cpu_idle: k_test_and_clear_cpu_idle,
             pick_idle_cpu: k_pick_idle_cpu,
@@ -864,10 +982,12 @@ impl ScxPolicy {
         set(&mut prog, "freq_steer", 0, p.freq_steer as u64)?;
         for c in 0..machine.nr_cpus {
             set(&mut prog, "cpu_llc", c, machine.cpu_die[c as usize] as u64)?;
-            // cpuinfo_max_freq and cpuinfo_min_freq: the highest and lowest
-            // frequencies the machine runs at.
-            set(&mut prog, "cpu_max_khz", c, machine.max_khz() as u64)?;
-            set(&mut prog, "smove_threshold_khz", c, p.threshold_khz.unwrap_or(machine.min_khz()) as u64)?;
+            // As `warmcore sched` sets them: the threshold in kHz, and on the
+            // measure's scale with the base frequency as the reference.
+            let khz = p.threshold_khz.unwrap_or(machine.min_khz()) as u64;
+            set(&mut prog, "smove_threshold_khz", c, khz)?;
+            let base = machine.spec.freq_base_mhz as u64 * 1000;
+            set(&mut prog, "smove_threshold_perf", c, (khz * k.cpuperf_one as u64 / base).min(u32::MAX as u64))?;
         }
         set(&mut prog, "smove_delay_ns", 0, p.delay_us * 1000)?;
         set(&mut prog, "nest_p_remove_ticks", 0, p.p_remove)?;
