@@ -173,10 +173,18 @@ poweroff -f
 "#;
 
 /// Build the initramfs (newc cpio, gzip) in @dir.
-fn initramfs(dir: &Path, warmcore: &Path, command: &[String]) -> Result<PathBuf> {
+fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> Result<PathBuf> {
     let root = dir.join("root");
-    for d in ["bin", "sbin", "proc", "sys", "dev", "tmp", "etc"] {
+    for d in ["bin", "sbin", "proc", "sys", "dev", "tmp", "etc", "boot"] {
         std::fs::create_dir_all(root.join(d))?;
+    }
+    // The kernel's configuration where Debian installs it, when it sits
+    // beside the kernel (as the fetched one does): libbpf reads CONFIG_HZ
+    // there for `warmcore sched`.
+    if let Some(kdir) = kernel.parent() {
+        if let (Ok(version), true) = (std::fs::read_to_string(kdir.join("version")), kdir.join("config").is_file()) {
+            std::fs::copy(kdir.join("config"), root.join(format!("boot/config-{}", version.trim())))?;
+        }
     }
     let busybox = ["/bin/busybox", "/usr/bin/busybox"]
         .iter()
@@ -235,7 +243,7 @@ fn boot(r: &RunArgs) -> Result<i32> {
 }
 
 fn boot_in(r: &RunArgs, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path) -> Result<i32> {
-    let initrd = initramfs(dir, warmcore, &r.command)?;
+    let initrd = initramfs(dir, kernel, warmcore, &r.command)?;
     let console = dir.join("console.log");
     let output = dir.join("output.log");
     let mut child = Command::new(qemu)

@@ -122,9 +122,11 @@ pub struct SchedOpts {
     /// Shortest slice, in microseconds.
     #[arg(long, default_value_t = 250, value_parser = warmcore_args::count::<u64>(10, 1_000_000))]
     pub slice_min_us: u64,
-    /// Kernel timer frequency (Debian's kernels: 250); sets the length of a tick.
-    #[arg(long, default_value_t = 250, value_parser = warmcore_args::count::<u64>(100, 1000))]
-    pub hz: u64,
+    /// The kernel's tick rate (CONFIG_HZ), for a kernel whose configuration
+    /// cannot be read (/proc/config.gz, /boot/config-RELEASE); it overrides
+    /// the configuration. Nest counts P_remove in ticks.
+    #[arg(long, value_parser = warmcore_args::count::<u64>(100, 1000))]
+    pub hz: Option<u64>,
     /// smove: a CPU is at low frequency when at or below this (kHz); default:
     /// each CPU's minimum frequency; 0 disables the delay.
     #[arg(long, value_name = "KHZ")]
@@ -198,6 +200,21 @@ fn preflight() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What libbpf should take for the program's __kconfig externs beside the
+/// kernel's configuration: CONFIG_HZ from --hz, or nothing when it can read
+/// the configuration itself.
+fn kconfig(hz: Option<u64>) -> Result<Option<std::ffi::CString>> {
+    if let Some(hz) = hz {
+        return Ok(Some(std::ffi::CString::new(format!("CONFIG_HZ={hz}\n"))?));
+    }
+    let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let boot = format!("/boot/config-{}", rel.trim());
+    if Path::new("/proc/config.gz").exists() || Path::new(&boot).exists() {
+        return Ok(None);
+    }
+    bail!("cannot read this kernel's configuration (/proc/config.gz or {boot}) for its tick rate CONFIG_HZ: install it, or give the rate with --hz (Debian's kernels: 250)")
 }
 
 fn read_sysfs_u32(path: &str) -> Option<u32> {
@@ -349,7 +366,16 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_warning)));
     let mut open_object = MaybeUninit::uninit();
     let builder = BpfSkelBuilder::default();
-    let mut skel = scx_ops_open!(builder, &mut open_object, warmcore_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)?;
+    let kconfig = kconfig(opts.hz)?;
+    let open_opts = kconfig.as_ref().map(|k| {
+        // SAFETY: bpf_object_open_opts is a plain C struct for which all
+        // zeroes is the default of every option.
+        let mut o: libbpf_rs::libbpf_sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
+        o.sz = std::mem::size_of_val(&o) as _;
+        o.kconfig = k.as_ptr();
+        o
+    });
+    let mut skel = scx_ops_open!(builder, &mut open_object, warmcore_ops, open_opts)?;
     {
         let ops = skel.struct_ops.warmcore_ops_mut();
         // ENQ_LAST: a warmer whose S_max ran out must not be kept running
@@ -380,7 +406,6 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         };
         ro.slice_max_ns = opts.slice_us * 1000;
         ro.slice_min_ns = opts.slice_min_us * 1000;
-        ro.tick_ns = 1_000_000_000 / opts.hz;
         for (cpu, &cache) in llc.iter().enumerate().take(nr_cpus) {
             ro.cpu_llc[cpu] = cache;
             let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");

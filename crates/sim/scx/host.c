@@ -738,12 +738,17 @@ void scx_bpf_exit_bstr(s64 exit_code, char *fmt, unsigned long long *data, u32 d
  * Called once, before anything else: storage for the maps. Returns 0, or a
  * negative errno (out of memory).
  */
+/* The program's __kconfig externs, which libbpf fills from the kernel's
+ * configuration. */
+unsigned long CONFIG_HZ;
+
 int wc_sim_attach(const struct wc_host_ops *ops, u32 nr_cpus)
 {
 	u32 i, copies, next_storage = 0;
 	struct wc_map *m;
 
 	H = ops;
+	CONFIG_HZ = ops->hz;
 	wc_nr_cpus = nr_cpus;
 	for (i = 0; i < WC_NR_MAPS; i++) {
 		m = &wc_maps[i];

@@ -70,6 +70,8 @@ enum wc_sim_op {
 
 struct wc_host_ops {
 	void *ctx;
+	/* The kernel's CONFIG_HZ: the simulator's tick rate. */
+	unsigned long long hz;
 	unsigned long long (*now)(void *ctx);
 	int (*cpu)(void *ctx);
 	int (*task_cpu)(void *ctx, unsigned int tid);

@@ -33,7 +33,6 @@ const volatile u32 freq_source = WC_FREQ_KERNEL;
 const volatile bool profile = false;
 const volatile u64 slice_max_ns = 5000000ULL;
 const volatile u64 slice_min_ns = 250000ULL;
-const volatile u64 tick_ns = 4000000ULL;	/* HZ=250, as Debian's kernels */
 const volatile u32 cpu_llc[WC_MAX_CPUS];	/* die (last-level cache) of each CPU */
 /* smove: a CPU is "low" when its frequency is at or below its threshold,
  * 0 disabling the test: on --freq-source=map, in kHz; else on the scale of
@@ -60,6 +59,15 @@ const volatile bool nest_wc_dies = true;	/* section 3.4 */
 const volatile bool nest_claim = true;		/* section 3.4 */
 const volatile bool nest_warm = true;		/* section 3.2 */
 const volatile bool nest_fork_hint = true;	/* see select_nest */
+
+/* The kernel's tick rate, from its configuration (Nest counts P_remove and
+ * S_max in ticks). */
+extern unsigned long CONFIG_HZ __kconfig;
+
+static __always_inline u64 tick_ns(void)
+{
+	return 1000000000ULL / (CONFIG_HZ ? CONFIG_HZ : 250);
+}
 
 /* Read by the loader. */
 u64 nr_primary, nr_reserve, max_primary;
@@ -718,7 +726,7 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, u32 mode, u64
 				continue;
 			/* last_used may be newer than @now (set on another CPU since). */
 			if (is_primary && nest_compaction && !c->warming &&
-			    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns)) {
+			    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns())) {
 				nest_demote(primary, reserve, cpu);
 				stat_add(WC_ST_NEST_COMPACTIONS, 1);
 				continue;

@@ -60,7 +60,6 @@ struct Params {
     policy: u32,
     slice_us: u64,
     slice_min_us: u64,
-    hz: u64,
     freq_steer: bool,
     threshold_khz: Option<u32>,
     delay_us: u64,
@@ -96,7 +95,6 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         policy: id as u32,
         slice_us: 5000,
         slice_min_us: 250,
-        hz: 250,
         // `--freq-steer auto` where the governor is schedutil; the other
         // governors of the simulator ignore performance targets.
         freq_steer: true,
@@ -108,7 +106,7 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         s_max: 2,
         switches: NEST_SWITCHES.iter().map(|&(n, k)| (n, k, true)).collect(),
     };
-    let mut valid: Vec<&str> = vec!["slice_us", "slice_min_us", "hz", "freq_steer"];
+    let mut valid: Vec<&str> = vec!["slice_us", "slice_min_us", "freq_steer"];
     match name {
         "smove" => valid.extend(["threshold_khz", "delay_us"]),
         "nest" => {
@@ -132,7 +130,6 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
             // The ranges of `warmcore sched`'s options.
             "slice_us" => p.slice_us = num(100, 1_000_000)?,
             "slice_min_us" => p.slice_min_us = num(10, 1_000_000)?,
-            "hz" => p.hz = num(100, 1000)?,
             "freq_steer" => p.freq_steer = on_off(v).ok_or_else(|| bad("on or off"))?,
             "threshold_khz" => p.threshold_khz = Some(num(0, u32::MAX as u64)? as u32),
             "delay_us" => p.delay_us = num(1, 1_000_000)?,
@@ -946,6 +943,7 @@ impl ScxPolicy {
         let ctx = &mut *k as *mut Kernel as *mut c_void;
         let ops = Box::new(HostOps {
             ctx,
+            hz: 1_000_000_000 / crate::sim::TICK_NS,
             now: k_now,
             cpu: k_cpu,
             task_cpu: k_task_cpu,
@@ -978,7 +976,6 @@ impl ScxPolicy {
         set(&mut prog, "policy", 0, p.policy as u64)?;
         set(&mut prog, "slice_max_ns", 0, p.slice_us * 1000)?;
         set(&mut prog, "slice_min_ns", 0, p.slice_min_us * 1000)?;
-        set(&mut prog, "tick_ns", 0, 1_000_000_000 / p.hz)?;
         set(&mut prog, "freq_steer", 0, p.freq_steer as u64)?;
         for c in 0..machine.nr_cpus {
             set(&mut prog, "cpu_llc", c, machine.cpu_die[c as usize] as u64)?;

@@ -21,6 +21,7 @@ pub type TaskPtr = *mut c_void;
 #[repr(C)]
 pub struct HostOps {
     pub ctx: *mut c_void,
+    pub hz: u64,
     pub now: extern "C" fn(*mut c_void) -> u64,
     pub cpu: extern "C" fn(*mut c_void) -> c_int,
     pub task_cpu: extern "C" fn(*mut c_void, u32) -> c_int,
