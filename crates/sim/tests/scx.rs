@@ -200,12 +200,13 @@ fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
         let default = workload_cpus(&evs, &[]);
         assert!(nest.len() <= 2, "{name}: the chain ran on {nest:?}");
         assert!(nest.len() < default.len(), "{name}: nest {nest:?}, default {default:?}");
-        // configure's nested fork/wait chains: fewer CPUs than the default.
+        // configure's nested fork/wait chains: a quarter of the default's
+        // CPUs at most.
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", wl("configure:checks=40", &m));
         let nest = workload_cpus(&evs, &warmer_pids(&evs, &m));
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:default", wl("configure:checks=40", &m));
         let default = workload_cpus(&evs, &[]);
-        assert!(nest.len() <= 4 && nest.len() < default.len(), "{name}: configure: nest {nest:?}, default {default:?}");
+        assert!(nest.len() * 4 <= default.len(), "{name}: configure: nest {nest:?}, default {default:?}");
     }
 }
 
@@ -456,3 +457,4 @@ fn an_ejection_ends_the_run_with_its_reason_and_time() {
     assert!(why.contains("runnable task stall"), "{why}");
     assert!(out.makespan_ns >= 5_000_000_000 && out.makespan_ns <= 8_000_000_000, "{}", out.makespan_ns);
 }
+

@@ -688,20 +688,19 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 }
 
 /*
- * Search @mask for a usable core: from @start, @prev's die first (section
- * 3.1), then the other dies. In the primary nest, cores unused for P_remove
- * ticks are compacted as they are met (section 3.1).
+ * Search a nest for a usable core: from @start, @prev's die first (section
+ * 3.1), then the other dies. A core whose warmer spins counts as idle, as
+ * the paper's spinning idle loop does (section 3.2). In the primary nest,
+ * cores unused for P_remove ticks are compacted as they are met (section
+ * 3.1).
  */
-enum { NEST_RESERVE_SEARCH, NEST_PRIMARY_IDLE, NEST_PRIMARY_WARM };
-
-static s32 nest_search(struct task_struct *p, s32 start, s32 prev, u32 mode, u64 now)
+static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_primary, u64 now)
 {
-	bool is_primary = mode != NEST_RESERVE_SEARCH, take_warm = mode != NEST_PRIMARY_IDLE;
 	struct bpf_cpumask *primary, *reserve, *mask;
 	u32 llc = llc_of(prev), pass, i;
 	const struct cpumask *idle;
 	struct cpu_ctx *c;
-	s32 cpu, found = -1, warm;
+	s32 cpu, found = -1;
 
 	idle = scx_bpf_get_idle_cpumask();
 	bpf_rcu_read_lock();
@@ -711,7 +710,6 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, u32 mode, u64
 		goto out;
 	mask = is_primary ? primary : reserve;
 	for (pass = 0; pass < 2; pass++) {
-		warm = -1;
 		bpf_for(i, 0, nr_cpus) {
 			cpu = (start + i) % nr_cpus;
 			if (!bpf_cpumask_test_cpu(cpu, (const struct cpumask *)mask) ||
@@ -731,25 +729,10 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, u32 mode, u64
 				stat_add(WC_ST_NEST_COMPACTIONS, 1);
 				continue;
 			}
-			/* Another task's warm core is taken only if no core is
-			 * idle, in this nest or (@take_warm false) in the reserve:
-			 * its warmer keeps it for the task that just left it (a
-			 * fork/wait chain's grandparent, a task that blocked
-			 * briefly), and taking an idle core preempts nothing. The
-			 * task's own previous core is always taken first. */
-			if (c->warming && is_primary && nest_warm && cpu != start) {
-				if (warm < 0)
-					warm = cpu;
-				continue;
-			}
 			if (nest_claim_cpu(cpu)) {
 				found = cpu;
 				goto claimed;
 			}
-		}
-		if (take_warm && warm >= 0 && nest_claim_cpu(warm)) {
-			found = warm;
-			goto claimed;
 		}
 	}
 	goto out;
@@ -845,6 +828,18 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	if (!primary || !reserve)
 		goto fallback;
 
+	/*
+	 * Section 3.1: a wake-up that finds its previous core busy is a miss;
+	 * R_impatient misses in a row make the task impatient, from this
+	 * placement on. A wake-up to an idle previous core (attached or not)
+	 * ends the run of misses.
+	 */
+	if (tctx && !(wake_flags & SCX_WAKE_FORK)) {
+		if (cpu_ok(prev) && nest_usable(prev))
+			tctx->impatience = 0;
+		else
+			tctx->impatience++;
+	}
 	if (tctx && nest_impatience && tctx->impatience >= nest_r_impatient)
 		impatient = true;
 
@@ -879,36 +874,19 @@ static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 		goto found;
 	}
 
-	/* Section 3.1: impatience counts successive misses of the previous core. */
-	if (tctx && !(wake_flags & SCX_WAKE_FORK)) {
-		if (cpu_ok(prev) && nest_usable(prev))
-			tctx->impatience = 0;
-		else
-			tctx->impatience++;
-	}
-
 	if (!impatient) {
-		cpu = nest_search(p, start, start,
-				  nest_reserve ? NEST_PRIMARY_IDLE : NEST_PRIMARY_WARM, now);
+		cpu = nest_search(p, start, start, true, now);
 		if (cpu >= 0) {
 			stat_add(WC_ST_NEST_PRIMARY, 1);
 			goto found;
 		}
 	}
 	if (nest_reserve) {
-		cpu = nest_search(p, nest_reserve_start, start, NEST_RESERVE_SEARCH, now);
+		cpu = nest_search(p, nest_reserve_start, start, false, now);
 		if (cpu >= 0) {
 			nest_add_primary(primary, reserve, cpu);
 			stat_add(WC_ST_NEST_RESERVE, 1);
 			goto placed_new;
-		}
-		if (!impatient) {
-			/* No idle core in either nest: another task's warm one. */
-			cpu = nest_search(p, start, start, NEST_PRIMARY_WARM, now);
-			if (cpu >= 0) {
-				stat_add(WC_ST_NEST_PRIMARY, 1);
-				goto found;
-			}
 		}
 	}
 
