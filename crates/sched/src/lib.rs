@@ -273,15 +273,28 @@ impl Warmers {
         for &cpu in cpus {
             let (stop, go, tx) = (stop.clone(), go.clone(), tx.clone());
             handles.push(std::thread::Builder::new().name(format!("wc-warm{cpu}")).spawn(move || {
-                let tid = unsafe { libc::gettid() };
-                unsafe {
+                // SAFETY: plain system calls on this thread, with a zeroed
+                // cpu_set_t and a sched_param that live across each call.
+                let (tid, pinned, idle) = unsafe {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     libc::CPU_SET(cpu, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    let pinned = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
                     let param = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                    let idle = libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                    (libc::gettid(), pinned, idle)
+                };
+                let res = if pinned != 0 {
+                    Err(format!("pinning the warmer thread to CPU {cpu}: {}", std::io::Error::last_os_error()))
+                } else if idle != 0 {
+                    Err(format!("making CPU {cpu}'s warmer thread SCHED_IDLE: {}", std::io::Error::last_os_error()))
+                } else {
+                    Ok((tid, cpu as i32))
+                };
+                let failed = res.is_err();
+                let _ = tx.send(res);
+                if failed {
+                    return;
                 }
-                let _ = tx.send((tid, cpu as i32));
                 // Sleep until the scheduler is attached, then spin.
                 while !go.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(5));
@@ -292,28 +305,61 @@ impl Warmers {
             })?);
         }
         drop(tx);
-        let tids: Vec<(i32, i32)> = rx.iter().take(cpus.len()).collect();
-        Ok(Warmers { stop, go, handles, tids })
+        // Dropped on an error, the threads stop.
+        let mut w = Warmers { stop, go, handles, tids: vec![] };
+        for r in rx.iter().take(cpus.len()) {
+            w.tids.push(r.map_err(anyhow::Error::msg)?);
+        }
+        Ok(w)
     }
-    fn stop(self) {
+}
+
+impl Drop for Warmers {
+    /// The threads stop on every path out of a run, an error's included.
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        for h in self.handles {
+        for h in self.handles.drain(..) {
             let _ = h.join();
         }
     }
 }
 
-/// Online CPUs and their die (last-level cache) ids, from sysfs.
-fn topology() -> Result<(usize, Vec<u32>)> {
+/// The frequency map pinned for `warmcore sched freq set`, unpinned when
+/// the run ends, however it ends.
+struct PinnedMap;
+
+impl PinnedMap {
+    fn pin(map: &mut libbpf_rs::MapMut) -> Result<PinnedMap> {
+        let _ = std::fs::remove_file(FREQ_PIN);
+        if !Path::new("/sys/fs/bpf").join(".").exists() {
+            bail!("/sys/fs/bpf is missing: mount bpffs there (mount -t bpf bpf /sys/fs/bpf)");
+        }
+        map.pin(FREQ_PIN)
+            .with_context(|| format!("pinning the frequency map at {FREQ_PIN} (is bpffs mounted on /sys/fs/bpf?)"))?;
+        Ok(PinnedMap)
+    }
+}
+
+impl Drop for PinnedMap {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(FREQ_PIN);
+    }
+}
+
+/// The number of possible CPU ids, the online CPUs, and each CPU's die
+/// (last-level cache) id, from sysfs.
+fn topology() -> Result<(usize, Vec<usize>, Vec<u32>)> {
     let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
     let nr = *scx_utils::NR_CPU_IDS;
     let mut llc = vec![0u32; nr];
+    let mut online = vec![];
     for (id, cpu) in &topo.all_cpus {
         if *id < nr {
             llc[*id] = cpu.llc_id as u32;
+            online.push(*id);
         }
     }
-    Ok((nr, llc))
+    Ok((nr, online, llc))
 }
 
 /// `--monitor SECS`: print the statistics of the scheduler running in another
@@ -337,31 +383,98 @@ pub enum Outcome {
     Ejected(String),
 }
 
+/// How one attachment of the scheduler ended.
+enum Ended {
+    /// By a signal, --run-for, or the kernel (its reason), with the last
+    /// statistics.
+    Done(Outcome, stats::Metrics),
+    /// The kernel asked for a restart (CPU hotplug): its reason, and the
+    /// statistics so far.
+    Restart(String, stats::Metrics),
+}
+
 /// Load and run the scheduler until SIGINT/SIGTERM, --run-for, or ejection.
+/// When the kernel exits it for CPU hotplug, it starts again on the new set
+/// of CPUs, as the scx schedulers do, and its statistics go on.
 pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     preflight()?;
     if opts.slice_min_us > opts.slice_us {
         bail!("--slice-min-us ({}) is above --slice-us ({}): lower it", opts.slice_min_us, opts.slice_us);
     }
-    let period = opts.stats;
-    if period.is_some_and(|p| p.is_zero()) {
+    if opts.stats.is_some_and(|p| p.is_zero()) {
         bail!("--stats 0: give a positive number of seconds");
     }
-    let (nr_cpus, llc) = topology()?;
-    if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
-        bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
-    }
     scx_utils::try_set_rlimit_infinity();
-
     let shutdown = Arc::new(AtomicBool::new(false));
     {
         let s = shutdown.clone();
         // A second load in the same process (tests) keeps the first handler.
         let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));
     }
+    let start = Instant::now();
+    // A time past what an Instant holds (not from the command line, which
+    // stops at warmcore_args::MAX_SECS) is no deadline.
+    let deadline = opts.run_for.and_then(|d| start.checked_add(d));
+    // The stats server (scx_stats): its requests are answered by run_once.
+    let server = scx_stats::StatsServer::<(), stats::Metrics>::new(stats::server_data())
+        .launch()
+        .context("starting the stats server")?;
+    let (res_ch, req_ch) = server.channels();
+    let monitor_stop = Arc::new(AtomicBool::new(false));
+    if let Some(p) = opts.stats {
+        let stop = monitor_stop.clone();
+        std::thread::Builder::new().name("wc-stats".into()).spawn(move || {
+            // Let the scheduler run one period before the first line.
+            std::thread::sleep(p);
+            if let Err(e) = stats::monitor(p, || stop.load(Ordering::Relaxed)) {
+                eprintln!("warmcore sched: statistics: {e:#}");
+            }
+        })?;
+    }
+    let mut before = stats::Metrics::default();
+    let ended = loop {
+        let session = Session { opts, shutdown: &shutdown, start, deadline, before: &before, req_ch: &req_ch, res_ch: &res_ch };
+        match run_once(&session) {
+            Ok(Ended::Restart(why, m)) => {
+                eprintln!("warmcore sched: the kernel stopped the scheduler ({why}): starting it again on the CPUs now online, statistics kept");
+                before = m;
+            }
+            other => break other,
+        }
+    };
+    monitor_stop.store(true, Ordering::Relaxed);
+    let Ended::Done(outcome, last) = ended? else { unreachable!("restarts loop") };
+    if opts.stats.is_some() {
+        writeln!(out, "{}", serde_json::to_string(&last)?)?;
+    }
+    if let Outcome::Detached = outcome {
+        eprintln!("warmcore sched: detached after {:.1} s", start.elapsed().as_secs_f64());
+    }
+    Ok(outcome)
+}
 
+/// What one attachment needs from the whole run.
+struct Session<'a> {
+    opts: &'a SchedOpts,
+    shutdown: &'a AtomicBool,
+    start: Instant,
+    deadline: Option<Instant>,
+    /// The statistics of earlier attachments (after CPU hotplug).
+    before: &'a stats::Metrics,
+    req_ch: &'a crossbeam::channel::Receiver<()>,
+    res_ch: &'a crossbeam::channel::Sender<stats::Metrics>,
+}
+
+fn run_once(se: &Session) -> Result<Ended> {
+    let opts = se.opts;
+    let (nr_cpus, online, llc) = topology()?;
+    if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
+        bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
+    }
+    // Warmers only where a CPU is online: one made for an offline CPU would
+    // wait where nobody runs it until the watchdog ejects the scheduler.
     let warm = opts.policy == Policy::Nest && !opts.nest_no_warm;
-    let warmers = if warm { Some(Warmers::spawn(&(0..nr_cpus).collect::<Vec<_>>())?) } else { None };
+    let warmers = if warm { Some(Warmers::spawn(&online)?) } else { None };
 
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_warning)));
     let mut open_object = MaybeUninit::uninit();
@@ -444,6 +557,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         skel.progs.wc_update_idle.set_autoload(false);
     }
     let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
+    let mut _pinned = None;
     if let Some(w) = &warmers {
         for (tid, cpu) in &w.tids {
             skel.maps
@@ -453,14 +567,7 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
         }
     }
     if opts.freq_source == FreqSource::Map {
-        let _ = std::fs::remove_file(FREQ_PIN);
-        if !Path::new("/sys/fs/bpf").join(".").exists() {
-            bail!("/sys/fs/bpf is missing: mount bpffs there (mount -t bpf bpf /sys/fs/bpf)");
-        }
-        skel.maps
-            .freq_map
-            .pin(FREQ_PIN)
-            .with_context(|| format!("pinning the frequency map at {FREQ_PIN} (is bpffs mounted on /sys/fs/bpf?)"))?;
+        _pinned = Some(PinnedMap::pin(&mut skel.maps.freq_map)?);
     }
     // scx_ops_attach! attaches the struct_ops map by itself; left to the
     // skeleton's attach as well, libbpf would warn that it holds no link.
@@ -471,66 +578,38 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     if let Some(w) = &warmers {
         w.go.store(true, Ordering::Relaxed);
     }
-    eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), nr_cpus);
+    eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), online.len());
 
-    let start = Instant::now();
-    // The stats server (scx_stats): its requests are answered by this loop.
-    let server = scx_stats::StatsServer::<(), stats::Metrics>::new(stats::server_data())
-        .launch()
-        .context("starting the stats server")?;
-    let (res_ch, req_ch) = server.channels();
-    let monitor_stop = Arc::new(AtomicBool::new(false));
-    if let Some(p) = period {
-        let stop = monitor_stop.clone();
-        std::thread::Builder::new().name("wc-stats".into()).spawn(move || {
-            // Let the scheduler run one period before the first line.
-            std::thread::sleep(p);
-            if let Err(e) = stats::monitor(p, || stop.load(Ordering::Relaxed)) {
-                eprintln!("warmcore sched: statistics: {e:#}");
-            }
-        })?;
-    }
-    // A time past what an Instant holds (not from the command line, which
-    // stops at warmcore_args::MAX_SECS) is no deadline.
-    let deadline = opts.run_for.and_then(|d| start.checked_add(d));
-    let mut ejected = false;
+    let read = |skel: &BpfSkel| -> Result<stats::Metrics> {
+        let mut m = stats::read(skel, opts, se.start.elapsed())?;
+        m.add(se.before);
+        Ok(m)
+    };
+    let mut exited = false;
     loop {
         if uei_exited!(&skel, uei) {
-            ejected = true;
+            exited = true;
             break;
         }
-        if shutdown.load(Ordering::Relaxed) {
+        if se.shutdown.load(Ordering::Relaxed) || se.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        if req_ch.recv_timeout(Duration::from_millis(100)).is_ok() {
-            let m = stats::read(&skel, opts, start.elapsed())?;
-            res_ch.send(m).context("answering the stats server")?;
+        if se.req_ch.recv_timeout(Duration::from_millis(100)).is_ok() {
+            se.res_ch.send(read(&skel)?).context("answering the stats server")?;
         }
     }
-    monitor_stop.store(true, Ordering::Relaxed);
-    let final_stats = stats::read(&skel, opts, start.elapsed())?;
+    let last = read(&skel)?;
     drop(link);
-    if let Some(w) = warmers {
-        w.stop();
+    if !exited {
+        return Ok(Ended::Done(Outcome::Detached, last));
     }
-    if opts.freq_source == FreqSource::Map {
-        let _ = std::fs::remove_file(FREQ_PIN);
+    let uei = uei_read!(&skel, uei);
+    let why = match uei.report() {
+        Ok(()) => "the kernel unregistered the scheduler".to_string(),
+        Err(e) => format!("{e}"),
+    };
+    if uei.should_restart() {
+        return Ok(Ended::Restart(why, last));
     }
-    if opts.stats.is_some() {
-        writeln!(out, "{}", serde_json::to_string(&final_stats)?)?;
-    }
-    if ejected {
-        let uei = uei_read!(&skel, uei);
-        let why = match uei.report() {
-            Ok(()) => "the kernel unregistered the scheduler".to_string(),
-            Err(e) => format!("{e}"),
-        };
-        return Ok(Outcome::Ejected(why));
-    }
-    eprintln!("warmcore sched: detached after {:.1} s", start.elapsed().as_secs_f64());
-    Ok(Outcome::Detached)
+    Ok(Ended::Done(Outcome::Ejected(why), last))
 }

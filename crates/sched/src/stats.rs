@@ -87,6 +87,22 @@ pub struct Metrics {
     pub profile: BTreeMap<String, OpProfile>,
 }
 
+impl Metrics {
+    /// Add the counts of an earlier attachment (after CPU hotplug).
+    pub fn add(&mut self, earlier: &Metrics) {
+        for (k, v) in &earlier.counts {
+            *self.counts.entry(k.clone()).or_default() += v;
+        }
+        for (k, p) in &earlier.profile {
+            let e = self.profile.entry(k.clone()).or_default();
+            e.calls += p.calls;
+            e.total_ns += p.total_ns;
+            e.mean_ns = if e.calls > 0 { e.total_ns as f64 / e.calls as f64 } else { 0.0 };
+        }
+        self.nest_primary_max = self.nest_primary_max.max(earlier.nest_primary_max);
+    }
+}
+
 /// The stats server's data: one request ("top", the default) answered with
 /// the current Metrics by the loader's main loop.
 pub fn server_data() -> StatsServerData<(), Metrics> {
