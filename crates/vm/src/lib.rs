@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+pub mod proc;
 pub mod workload;
 
 /// What to boot and run.

@@ -4,7 +4,11 @@
 
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
 use anyhow::{bail, Result};
+
+use crate::proc::{close, exec, fork_run, getcpu, mono_ns, pipe, rd, shared, spin_us, wait_pid, wr};
 
 /// A workload and its size.
 #[derive(Clone, Debug)]
@@ -26,90 +30,6 @@ pub enum Workload {
     Hogs { n: u32, secs: Duration },
 }
 
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn getcpu() -> i32 {
-    unsafe { libc::sched_getcpu() }
-}
-
-fn spin_us(us: u64) {
-    let end = mono_ns() + us * 1000;
-    while mono_ns() < end {
-        std::hint::spin_loop();
-    }
-}
-
-/// fork(); the child runs @f and exits with its status.
-fn fork_run(f: impl FnOnce() -> i32) -> Result<i32> {
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        bail!("fork: {}", std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        let c = f();
-        unsafe { libc::_exit(c) };
-    }
-    Ok(pid)
-}
-
-fn wait_pid(pid: i32) -> Result<i32> {
-    let mut st = 0;
-    loop {
-        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            bail!("waitpid: {}", std::io::Error::last_os_error());
-        }
-    }
-    Ok(if libc::WIFEXITED(st) { libc::WEXITSTATUS(st) } else { 128 + libc::WTERMSIG(st) })
-}
-
-fn pipe() -> Result<(i32, i32)> {
-    let mut fds = [0i32; 2];
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        bail!("pipe: {}", std::io::Error::last_os_error());
-    }
-    Ok((fds[0], fds[1]))
-}
-
-fn rd(fd: i32, buf: &mut [u8]) -> bool {
-    let mut got = 0;
-    while got < buf.len() {
-        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr() as *mut _, buf.len() - got) };
-        if r <= 0 {
-            return false;
-        }
-        got += r as usize;
-    }
-    true
-}
-
-fn wr(fd: i32, buf: &[u8]) -> bool {
-    unsafe { libc::write(fd, buf.as_ptr() as *const _, buf.len()) == buf.len() as isize }
-}
-
-/// Shared anonymous memory of @n u64 for children to report through.
-fn shared(n: usize) -> &'static mut [u64] {
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            n * 8,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert!(p != libc::MAP_FAILED, "mmap of a few bytes failed");
-    unsafe { std::slice::from_raw_parts_mut(p as *mut u64, n) }
-}
-
 /// @msgs round trips of 4 bytes between two processes; returns the round
 /// trips made, the seconds taken and how many of them had both ends on one
 /// CPU (the child replies with the CPU it runs on).
@@ -120,7 +40,7 @@ fn pipe_pingpong(msgs: u64, deadline: Option<u64>) -> Result<(u64, f64, u64)> {
     let child = fork_run(|| {
         let mut b = [0u8; 4];
         while rd(a_r, &mut b) {
-            let cpu = unsafe { libc::sched_getcpu() } as u32;
+            let cpu = getcpu() as u32;
             if b == [0; 4] || !wr(b_w, &cpu.to_le_bytes()) {
                 break;
             }
@@ -133,13 +53,13 @@ fn pipe_pingpong(msgs: u64, deadline: Option<u64>) -> Result<(u64, f64, u64)> {
         if !wr(a_w, &[1, 0, 0, 0]) || !rd(b_r, &mut b) {
             bail!("pipe ping-pong broke after {n} round trips");
         }
-        same += (u32::from_le_bytes(b) == unsafe { libc::sched_getcpu() } as u32) as u64;
+        same += (u32::from_le_bytes(b) == getcpu() as u32) as u64;
         n += 1;
     }
     wr(a_w, &[0; 4]);
     wait_pid(child)?;
     for fd in [a_r, a_w, b_r, b_w] {
-        unsafe { libc::close(fd) };
+        close(fd);
     }
     Ok((n, (mono_ns() - t0) as f64 / 1e9, same))
 }
@@ -157,7 +77,7 @@ fn hackbench(groups: u32, loops: u32) -> Result<f64> {
         }
         for &(r, w) in &rx {
             pids.push(fork_run(move || {
-                unsafe { libc::close(w) };
+                close(w);
                 let mut buf = [0u8; 100];
                 for _ in 0..SENDERS * loops {
                     if !rd(r, &mut buf) {
@@ -183,10 +103,8 @@ fn hackbench(groups: u32, loops: u32) -> Result<f64> {
             })?);
         }
         for (r, w) in rx {
-            unsafe {
-                libc::close(r);
-                libc::close(w);
-            }
+            close(r);
+            close(w);
         }
     }
     let mut bad = 0;
@@ -206,11 +124,7 @@ fn forkexec(n: u32, deadline: Option<u64>) -> Result<(u32, f64)> {
     let path = std::ffi::CString::new("/bin/true").unwrap();
     let mut done = 0;
     while done < n && deadline.is_none_or(|d| mono_ns() < d) {
-        let pid = fork_run(|| {
-            let argv = [path.as_ptr(), std::ptr::null()];
-            unsafe { libc::execv(path.as_ptr(), argv.as_ptr()) };
-            127
-        })?;
+        let pid = fork_run(|| exec(&path))?;
         if wait_pid(pid)? != 0 {
             bail!("/bin/true failed in the fork/exec loop");
         }
@@ -292,29 +206,26 @@ pub fn run(w: &Workload) -> Result<serde_json::Value> {
             for _ in 0..n {
                 let pcpu = getcpu();
                 let t = mono_ns();
-                sh[0] = u64::MAX;
-                let shp = sh.as_mut_ptr();
+                sh[0].store(u64::MAX, Relaxed);
                 let pid = fork_run(move || {
-                    unsafe {
-                        *shp = getcpu() as u64;
-                        *shp.add(1) = mono_ns() - t;
-                    }
+                    sh[0].store(getcpu() as u64, Relaxed);
+                    sh[1].store(mono_ns() - t, Relaxed);
                     0
                 })?;
                 if busy_us > 0 {
                     spin_us(busy_us);
                 }
                 wait_pid(pid)?;
-                let ccpu = sh[0] as i32;
+                let (ccpu, start_ns) = (sh[0].load(Relaxed) as i32, sh[1].load(Relaxed));
                 if ccpu == pcpu && getcpu() == pcpu {
                     same += 1;
                 } else if ccpu != pcpu {
                     other += 1;
-                    if sh[1] < 1_000_000 {
+                    if start_ns < 1_000_000 {
                         other_fast += 1;
                     }
                 }
-                delays.push(sh[1]);
+                delays.push(start_ns);
                 std::thread::sleep(Duration::from_millis(2));
             }
             delays.sort();
@@ -325,30 +236,28 @@ pub fn run(w: &Workload) -> Result<serde_json::Value> {
         Workload::Chain { n, work_us } => {
             // sh[c]: how many times a link of the chain was seen on CPU c
             let sh = shared(64);
-            let shp = sh.as_mut_ptr() as usize;
-            fn link(left: u32, work_us: u64, shp: usize) -> i32 {
-                let mark = |shp: usize| {
+            fn link(left: u32, work_us: u64, sh: &'static [AtomicU64]) -> i32 {
+                let mark = || {
                     let c = getcpu();
                     if (0..64).contains(&c) {
-                        unsafe { &*((shp as *const std::sync::atomic::AtomicU64).add(c as usize)) }
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        sh[c as usize].fetch_add(1, Relaxed);
                     }
                 };
-                mark(shp);
+                mark();
                 spin_us(work_us);
-                mark(shp);
+                mark();
                 if left == 0 {
                     return 0;
                 }
-                fork_run(move || link(left - 1, work_us, shp)).and_then(wait_pid).unwrap_or(1)
+                fork_run(move || link(left - 1, work_us, sh)).and_then(wait_pid).unwrap_or(1)
             }
             // a chain of depth n would need n live processes: run it in rounds of 10
             let mut rc = 0;
             for _ in 0..n.div_ceil(10) {
-                rc |= link(10, work_us, shp);
+                rc |= link(10, work_us, sh);
             }
-            let total: u64 = sh.iter().sum();
-            let hist: Vec<u64> = sh.iter().copied().take_while(|_| true).collect();
+            let hist: Vec<u64> = sh.iter().map(|c| c.load(Relaxed)).collect();
+            let total: u64 = hist.iter().sum();
             let touched = hist.iter().filter(|&&c| c > 0).count();
             // "Uses" a CPU: at least 5% of the chain's samples ran there
             // (a stray placement behind a daemon's wake-up does not count).
@@ -375,7 +284,9 @@ pub fn run(w: &Workload) -> Result<serde_json::Value> {
                 wait_pid(p)?;
             }
             let wall = (mono_ns() - t0) as f64 / 1e9;
+            // SAFETY: rusage is plain integers, for which all zeroes is valid.
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: `ru` is a valid rusage for getrusage to fill.
             unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
             let cpu = ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 / 1e6
                 + ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6;
