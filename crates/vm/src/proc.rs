@@ -113,7 +113,8 @@ pub fn exec(path: &CStr) -> i32 {
     127
 }
 
-/// Run this process on CPU `cpu` only.
+/// Run the calling thread, and the processes it forks from now on, on CPU
+/// `cpu` only.
 pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {
     // SAFETY: an all-zero cpu_set_t is the empty set, and CPU_SET and
     // sched_setaffinity get a valid set of the size they are told.
