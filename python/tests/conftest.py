@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Shared fixtures: small traces written through the bindings' Writer, whose
-every event is known, and a synthetic trace from the CLI."""
+every event is known, and a synthetic trace from the CLI; and what the tests
+need of the machine.
+
+A test that cannot run here fails with one line naming what is missing and
+how to get it. Skipping is only on request: WARMCORE_TEST_SKIP holds a
+comma-separated list of the names of PREREQS (the same as the Rust tests',
+crates/test-support). Every skipped test is appended to the file
+WARMCORE_SKIP_LOG names, so that `make test` can say what it did not run."""
 
 import os
 import pathlib
@@ -13,6 +20,67 @@ from warmcore import EVENT_IDS as ID
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("WARMCORE_BIN", ROOT / "target" / "release" / "warmcore"))
+
+# Every prerequisite a test may name, with how to get it: the names and
+# words of crates/test-support, which checks that the two agree.
+PREREQS = {
+    "root": "run the tests as root (make test as root)",
+    "btf": "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+    "tmpfs": "run as root where mount may mount a tmpfs (a container needs CAP_SYS_ADMIN)",
+    "cgroup2": "run as root with the cgroup v2 hierarchy mounted on /sys/fs/cgroup",
+    "setpriv": "install util-linux",
+    "browser": "run scripts/setup.sh (Debian's chromium and chromium-driver)",
+    "binary": "run make build",
+}
+
+
+def skip_requested():
+    names = {n.strip() for n in os.environ.get("WARMCORE_TEST_SKIP", "").split(",") if n.strip()}
+    unknown = names - PREREQS.keys()
+    if unknown:
+        pytest.fail(f"WARMCORE_TEST_SKIP names {', '.join(sorted(unknown))}, not a prerequisite: "
+                    f"one of {', '.join(PREREQS)}", pytrace=False)
+    return names
+
+
+def require(name, missing):
+    """Fail the test when `missing` (what is missing, or None) says so, or
+    skip it when WARMCORE_TEST_SKIP names `name`."""
+    how = PREREQS[name]
+    # Checked even when nothing is missing, so that a misspelt name fails.
+    requested = skip_requested()
+    if missing is None:
+        return
+    if name in requested:
+        pytest.skip(f"{name}: {missing}")
+    pytest.fail(f"needs {name}: {missing}: {how}, or set WARMCORE_TEST_SKIP={name} to skip", pytrace=False)
+
+
+@pytest.fixture
+def needs_binary():
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
+
+
+@pytest.fixture
+def needs_browser():
+    from warmcore import browser
+
+    require("browser", None if browser.available() else
+            f"no Chromium and its WebDriver ({browser.CHROMIUM}, {browser.DRIVER})")
+
+
+def pytest_runtest_logreport(report):
+    # Every skip, whoever asked for it, so that the log misses none.
+    if not report.skipped or not os.environ.get("WARMCORE_SKIP_LOG"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    name, sep, what = reason.partition(": ")
+    if not (sep and name in PREREQS):
+        name, what = "other", reason
+    with open(os.environ["WARMCORE_SKIP_LOG"], "a") as f:
+        f.write(f"{name}: {report.nodeid}: {what}\n")
+
 
 # The known trace: 4 CPUs, 1.0-3.0 GHz (base 2.0), 100 ms.
 MS = 1_000_000
@@ -61,8 +129,7 @@ def known_trace(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def synth_trace(tmp_path_factory):
-    if not BIN.exists():
-        pytest.skip(f"{BIN} not built: run make build")
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
     p = tmp_path_factory.mktemp("synth") / "synth.wct"
     subprocess.run([str(BIN), "trace", "synth", "-o", str(p), "--events", "200000", "--cpus", "8"],
                    check=True, capture_output=True)

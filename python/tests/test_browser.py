@@ -20,9 +20,7 @@ from conftest import BIN, ROOT
 
 ART = ROOT / "out" / "test-artifacts"
 
-pytestmark = pytest.mark.skipif(
-    not (browser_mod.available() and BIN.exists()),
-    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh) and the warmcore binary (make build)")
+pytestmark = pytest.mark.usefixtures("needs_browser", "needs_binary")
 wait_text = browser_mod.wait_text
 
 

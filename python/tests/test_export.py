@@ -10,7 +10,6 @@ the parquet table with pyarrow and Polars.
 
 import collections
 import json
-import os
 import random
 import struct
 import subprocess
@@ -25,8 +24,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import warmcore
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("WARMCORE_BIN", ROOT / "target" / "release" / "warmcore"))
+from conftest import BIN, require
 
 # The built-in event names; the test's files number them their own way.
 NAMES = [
@@ -121,8 +119,7 @@ def scenario(ncpu=4, steps=6000, freq=True, seed=1):
 
 
 def run(*args, ok=True):
-    if not BIN.exists():
-        pytest.fail(f"{BIN} is missing: build it first (make build)")
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
     p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300)
     if ok:
         assert p.returncode == 0, p.stderr

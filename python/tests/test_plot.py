@@ -10,7 +10,7 @@ from PIL import Image
 
 from conftest import BIN, MS
 
-pytestmark = pytest.mark.skipif(not BIN.exists(), reason="warmcore binary not built: run make build")
+pytestmark = pytest.mark.usefixtures("needs_binary")
 
 
 def run(*args, cwd=None, env=None):

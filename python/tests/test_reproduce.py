@@ -12,7 +12,7 @@ from PIL import Image
 
 from conftest import BIN
 
-pytestmark = pytest.mark.skipif(not BIN.exists(), reason="warmcore binary not built: run make build")
+pytestmark = pytest.mark.usefixtures("needs_binary")
 
 FIELDS = {"id", "source", "claim", "paper_value", "sim_value", "reproduced", "note"}
 

@@ -8,10 +8,11 @@ import threading
 import pytest
 
 import warmcore
-from conftest import BIN
+from conftest import BIN, require
 
 
 def cli_json(*args):
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
     out = subprocess.run([str(BIN), "sim", "--json", *args], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 

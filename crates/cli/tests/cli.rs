@@ -118,15 +118,10 @@ fn pipe_workload_counts_round_trips_on_one_cpu() {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_warmcore"));
     cmd.args(["vm", "workload", "pipe", "--msgs", "300"]);
+    // SAFETY: between fork and exec the closure makes one system call,
+    // sched_setaffinity, which is async-signal-safe, and allocates nothing.
     unsafe {
-        cmd.pre_exec(|| {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(|| warmcore_vm::proc::pin_to_cpu(0));
     }
     let o = cmd.output().expect("warmcore runs");
     assert!(o.status.success(), "{}", stderr(&o));

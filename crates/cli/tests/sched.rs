@@ -5,10 +5,11 @@
 use std::process::{Command, Output};
 
 /// Run warmcore as the user nobody: through setpriv when this test runs as
-/// root, directly otherwise. None if neither is possible here.
+/// root, directly otherwise. None if setpriv is missing and skipping it was
+/// asked for.
 fn as_nobody(args: &[&str]) -> Option<Output> {
     let exe = env!("CARGO_BIN_EXE_warmcore");
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = warmcore_test_support::is_root();
     let mut c = if root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", exe]);
@@ -19,7 +20,7 @@ fn as_nobody(args: &[&str]) -> Option<Output> {
     match c.args(args).output() {
         Ok(o) => Some(o),
         Err(e) if root && e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("skipped: no setpriv (util-linux) to drop root");
+            warmcore_test_support::missing("setpriv", "no setpriv to drop root");
             None
         }
         Err(e) => panic!("running {exe}: {e}"),

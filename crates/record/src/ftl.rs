@@ -76,15 +76,7 @@ pub fn analyse(samples: &[Sample], busy_from: u64, busy_to: u64) -> Result<Ramp>
 }
 
 fn pin_to(cpu: u32) -> Result<()> {
-    // SAFETY: a zeroed cpu_set_t with one CPU set, for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            bail!("cannot run on CPU {cpu}: {}", std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    warmcore_vm::proc::pin_to_cpu(cpu as usize).map_err(|e| anyhow::anyhow!("cannot run on CPU {cpu}: {e}"))
 }
 
 /// Run the busy loop on `cpu` and sample `read` (the CPU's frequency in kHz,

@@ -152,12 +152,18 @@ fn prog_run_time(skel: &BpfSkel) -> Option<(Duration, u64)> {
     use libbpf_rs::AsRawLibbpf;
     let (mut ns, mut runs) = (0u64, 0u64);
     for p in skel.object().progs() {
+        // SAFETY: the pointer is the live bpf_program `p` wraps, which the
+        // skeleton keeps for the duration of the borrow.
         let fd = unsafe { libbpf::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
         if fd < 0 {
             continue; // not loaded (its events were not asked for)
         }
+        // SAFETY: bpf_prog_info is plain integers and pointers, for which
+        // all zeroes is valid (and what the kernel expects of unused fields).
         let mut info: libbpf::bpf_prog_info = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: the kernel writes at most `len` bytes, the size of `info`;
+        // its pointer fields are null, so it writes nothing through them.
         if unsafe { libbpf::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } == 0 {
             ns += info.run_time_ns;
             runs += info.run_cnt;

@@ -56,7 +56,9 @@ pub fn check_privileges() -> Result<()> {
 
 /// CPU time this process used so far (user and system, all threads).
 pub fn self_cpu_time() -> std::time::Duration {
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage for getrusage to fill.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(u.ru_utime) + tv(u.ru_stime)
@@ -67,6 +69,8 @@ pub fn self_cpu_time() -> std::time::Duration {
 /// they stay off unless asked for).
 pub fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
+    // SAFETY: bpf_enable_stats takes a plain enum value and returns a new
+    // descriptor or a negative error.
     let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
     if fd < 0 {
         bail!(
@@ -74,6 +78,7 @@ pub fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
             std::io::Error::from_raw_os_error(-fd)
         );
     }
+    // SAFETY: fd is a new descriptor nothing else owns.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 

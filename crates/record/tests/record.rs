@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The recorder on the machine itself: these tests load BPF programs, so they
-//! need root (CAP_BPF, CAP_PERFMON) and a kernel with BTF. Where either is
-//! missing they say why and skip; on the project's machines (root, 6.x kernel
-//! with BTF) they run.
+//! need root (CAP_BPF, CAP_PERFMON) and a kernel with BTF, and some a tmpfs
+//! to fill or a cgroup v2 hierarchy. A missing one fails the test, unless
+//! WARMCORE_TEST_SKIP names it (see warmcore-test-support).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use warmcore_record::{record, Options, StopReason};
 use warmcore_trace::event::prev_state;
+use warmcore_test_support::require;
 use warmcore_trace::{ids, Trace, Window};
 
 /// One recording at a time: they trace the whole machine and share signals.
@@ -19,23 +20,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const TESTLOAD: &str = env!("CARGO_BIN_EXE_warmcore-testload");
 
-fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root: loading BPF programs needs CAP_BPF and CAP_PERFMON".into());
-    }
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Some("the kernel has no BTF (/sys/kernel/btf/vmlinux)".into());
-    }
-    None
-}
-
 macro_rules! need_bpf {
     () => {
-        if let Some(why) = skip_reason() {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
+        require!("root", warmcore_test_support::root_missing());
+        require!("btf", warmcore_test_support::btf_missing());
     };
 }
 
@@ -284,10 +272,7 @@ fn full_disk_stops_with_a_complete_trace() {
         .arg(&mnt)
         .status()
         .unwrap();
-    if !st.success() {
-        eprintln!("SKIPPED: cannot mount a small tmpfs to fill");
-        return;
-    }
+    require!("tmpfs", (!st.success()).then(|| format!("cannot mount a small tmpfs to fill ({st})")));
     let out = mnt.join("d.wct");
     let mut o = Options::new(&out);
     o.command = vec![TESTLOAD.into(), "pingpong".into(), "60000".into()];
@@ -394,17 +379,15 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
             libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == 0x6367_7270
         }
     };
-    let Some(root) = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(PathBuf::from).find(|r| is_v2(r)) else {
-        eprintln!("SKIPPED: no cgroup v2 hierarchy mounted");
-        return;
-    };
+    let root = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"].into_iter().map(PathBuf::from).find(|r| is_v2(r));
+    require!("cgroup2", root.is_none().then(|| "no cgroup v2 hierarchy mounted".to_string()));
+    let root = root.unwrap();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cg = root.join(format!("warmcore-test-{}", std::process::id()));
     let sub = cg.join("sub");
-    if std::fs::create_dir(&cg).is_err() || std::fs::create_dir(&sub).is_err() {
+    if let Err(e) = std::fs::create_dir(&cg).and_then(|_| std::fs::create_dir(&sub)) {
         let _ = std::fs::remove_dir(&cg);
-        eprintln!("SKIPPED: cannot create cgroups under {}", root.display());
-        return;
+        require!("cgroup2", Some(format!("cannot create cgroups under {} ({e})", root.display())));
     }
     let dir = tempfile::tempdir().unwrap();
     let pp = dir.path().join("pp");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The checks on small constructed reports: one that must pass and one that
-//! must fail for each claim tested, and the run planning.
+//! The checks on small constructed reports: for each claim, numbers that show
+//! the paper's effect pass, numbers that do not fail, and a number exactly at
+//! a threshold falls on the side the check's words say; and the run planning.
 
 use serde_json::json;
 use warmcore_sim::run::WorkloadMetric;
@@ -178,6 +179,183 @@ fn claim8_needs_a_rise_and_a_fall() {
     assert!(!o.reproduced, "{o:?}");
     let o = claim(8, &s).evaluate(&with(&[100.0, 500.0, 5000.0]), &s);
     assert!(!o.reproduced && o.note.contains("peak at 1024 threads"), "{o:?}");
+}
+
+/// A finished run of `c` whose report has `metric` and whatever `f` sets.
+fn done_with(c: &Cell, metric: f64, f: impl FnOnce(&mut RunReport)) -> Done {
+    let mut d = done(c, metric, FAST);
+    if let Ok(rep) = &mut d.report {
+        f(rep);
+    }
+    d
+}
+
+/// Claim 4's runs: configure under CFS, Nest and S_move on each machine,
+/// with (metric, underload per second, energy) from `f(machine, policy)`.
+fn claim4_results(s: &Setup, f: impl Fn(&str, &str) -> (f64, f64, f64)) -> Results {
+    let mut v = Vec::new();
+    for m in &s.nest_machines {
+        for p in ["cfs", "nest", "smove"] {
+            let (metric, underload, energy) = f(m, p);
+            v.push(done_with(&Cell::new(m, &s.configure, p, "schedutil"), metric, |r| {
+                r.underload_per_s = Some(underload);
+                r.energy_j = energy;
+            }));
+        }
+    }
+    Results::new(v)
+}
+
+/// CFS 100, 10 underloads/s, 1 J; Nest and S_move as given, everywhere.
+fn claim4_uniform(s: &Setup, nest: (f64, f64, f64), smove: f64) -> Results {
+    claim4_results(s, |_, p| match p {
+        "cfs" => (100.0, 10.0, 1.0),
+        "nest" => nest,
+        _ => (smove, 10.0, 1.0),
+    })
+}
+
+#[test]
+fn claim4_passes_when_nest_is_faster_with_less_underload_and_energy() {
+    let s = Setup::new(true);
+    let o = claim(4, &s).evaluate(&claim4_uniform(&s, (80.0, 1.0, 0.9), 98.0), &s);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("6130-2s: Nest +20.0 %, underload 10 -> 1/s, energy -10.0 %, S_move +2.0 %"), "{}", o.sim_value);
+    // At the edges: 5.1 % faster, underload exactly a quarter of CFS's.
+    let o = claim(4, &s).evaluate(&claim4_uniform(&s, (94.9, 2.5, 0.9), 98.0), &s);
+    assert!(o.reproduced, "{o:?}");
+    // S_move's gain is bounded on the 6130 and 5218 only, not on the E7.
+    let r = claim4_results(&s, |m, p| match p {
+        "cfs" => (100.0, 10.0, 1.0),
+        "nest" => (80.0, 1.0, 0.9),
+        _ if m == E7 => (70.0, 10.0, 1.0),
+        _ => (98.0, 10.0, 1.0),
+    });
+    assert!(claim(4, &s).evaluate(&r, &s).reproduced);
+}
+
+#[test]
+fn claim4_fails_when_any_part_of_the_effect_is_missing() {
+    let s = Setup::new(true);
+    let fails = |r: &Results, which: &str| {
+        let o = claim(4, &s).evaluate(r, &s);
+        assert!(!o.reproduced, "{o:?}");
+        assert!(o.note.contains(which), "{which}: {}", o.note);
+    };
+    // Exactly 5 % faster is on par, not faster.
+    fails(&claim4_uniform(&s, (95.0, 1.0, 0.9), 98.0), "faster on every machine (no)");
+    // Faster on two machines, on par on the E7.
+    let r = claim4_results(&s, |m, p| match p {
+        "cfs" => (100.0, 10.0, 1.0),
+        "nest" if m == E7 => (97.0, 1.0, 0.9),
+        "nest" => (80.0, 1.0, 0.9),
+        _ => (98.0, 10.0, 1.0),
+    });
+    fails(&r, "faster on every machine (no)");
+    // Underload just over a quarter of CFS's is not "almost eliminated".
+    fails(&claim4_uniform(&s, (80.0, 2.6, 0.9), 98.0), "a quarter of CFS's (no)");
+    // The same energy is not less.
+    fails(&claim4_uniform(&s, (80.0, 1.0, 1.0), 98.0), "energy lower (no)");
+    // S_move 5 % faster on the 6130 and 5218 is not under 5 %.
+    fails(&claim4_uniform(&s, (80.0, 1.0, 0.9), 95.0), "on the 6130/5218 (no)");
+}
+
+/// Claim 5's runs: NAS under CFS (metric 100) and Nest on each 2-socket
+/// machine, Nest's metric from `nest(machine)`.
+fn claim5_results(s: &Setup, nest: impl Fn(&str) -> f64) -> Results {
+    let mut v = Vec::new();
+    for m in &s.two_socket {
+        v.push(done(&Cell::new(m, &s.nas, "cfs", "schedutil"), 100.0, FAST));
+        v.push(done(&Cell::new(m, &s.nas, "nest", "schedutil"), nest(m), FAST));
+    }
+    Results::new(v)
+}
+
+#[test]
+fn claim5_passes_within_the_on_par_band_and_fails_outside() {
+    let s = Setup::new(true);
+    let ok = |nest: &dyn Fn(&str) -> f64| claim(5, &s).evaluate(&claim5_results(&s, nest), &s);
+    let o = ok(&|_| 103.0);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("6130-2s: Nest -3.0 %; 5218-2s: Nest -3.0 %"), "{}", o.sim_value);
+    // The band's edges are inside it, both ways.
+    assert!(ok(&|_| 95.0).reproduced);
+    assert!(ok(&|_| 105.0).reproduced);
+    // Just past them, on one machine, is not on par.
+    for off in [94.9, 105.1, 70.0, 130.0] {
+        let o = ok(&|m| if m == G5218 { off } else { 100.0 });
+        assert!(!o.reproduced, "{off}: {o:?}");
+        assert!(o.note.contains("on each 2-socket machine (no)"), "{}", o.note);
+    }
+}
+
+/// Claim 6's runs: hackbench on the 5218 under CFS (1 s) and Nest.
+fn claim6_results(s: &Setup, nest_s: f64) -> Results {
+    Results::new(vec![
+        done(&Cell::new(G5218, &s.hackbench_nest, "cfs", "schedutil"), 1e9, FAST),
+        done(&Cell::new(G5218, &s.hackbench_nest, "nest", "schedutil"), nest_s * 1e9, FAST),
+    ])
+}
+
+#[test]
+fn claim6_needs_nest_more_than_a_fifth_slower() {
+    let s = Setup::new(true);
+    let o = claim(6, &s).evaluate(&claim6_results(&s, 3.4), &s);
+    assert!(o.reproduced, "{o:?}");
+    assert_eq!(o.sim_value, "1.000 s (CFS) -> 3.400 s (Nest), 3.40x");
+    assert!(!o.note.contains("instruction-cache"), "{}", o.note);
+    assert!(claim(6, &s).evaluate(&claim6_results(&s, 1.21), &s).reproduced);
+    // 20 % slower exactly is not more than 20 %; faster is not slower.
+    for nest_s in [1.2, 1.1, 0.8] {
+        let o = claim(6, &s).evaluate(&claim6_results(&s, nest_s), &s);
+        assert!(!o.reproduced, "{nest_s}: {o:?}");
+        assert!(o.note.contains("instruction-cache"), "{}", o.note);
+    }
+}
+
+/// Claim 7's runs: configure with Nest (100) and without the reserve nest
+/// (`no_reserve`) on each machine, h2 with Nest (100) and without spinning
+/// (`no_spin`) on each 2-socket machine.
+fn claim7_results(s: &Setup, no_reserve: f64, no_spin: f64) -> Results {
+    let mut v = Vec::new();
+    for m in &s.nest_machines {
+        v.push(done(&Cell::new(m, &s.configure, "nest", "schedutil"), 100.0, FAST));
+        v.push(done(&Cell::new(m, &s.configure, "nest:reserve=off", "schedutil"), no_reserve, FAST));
+    }
+    for m in &s.two_socket {
+        v.push(done(&Cell::new(m, &s.h2, "nest", "schedutil"), 100.0, FAST));
+        v.push(done(&Cell::new(m, &s.h2, "nest:spin=off", "schedutil"), no_spin, FAST));
+    }
+    Results::new(v)
+}
+
+#[test]
+fn claim7_passes_when_both_features_matter() {
+    let s = Setup::new(true);
+    let o = claim(7, &s).evaluate(&claim7_results(&s, 105.0, 115.0), &s);
+    assert!(o.reproduced, "{o:?}");
+    assert!(o.sim_value.contains("configure E7-8870v4 no reserve -5.0 %"), "{}", o.sim_value);
+    assert!(o.sim_value.contains("h2 5218-2s no spinning -15.0 %"), "{}", o.sim_value);
+    // Just past the edges: more than 2.5 % and more than 5 % slower.
+    assert!(claim(7, &s).evaluate(&claim7_results(&s, 102.6, 105.1), &s).reproduced);
+}
+
+#[test]
+fn claim7_fails_when_a_feature_does_not_matter() {
+    let s = Setup::new(true);
+    // Without the reserve nest exactly 2.5 % slower: not more than half of 5 %.
+    let o = claim(7, &s).evaluate(&claim7_results(&s, 102.5, 115.0), &s);
+    assert!(!o.reproduced, "{o:?}");
+    assert!(o.note.contains("without the reserve nest on every machine (no); h2 more than 5 % slower without spinning (yes)"), "{}", o.note);
+    // Without spinning exactly 5 % slower, or faster: not reproduced.
+    for no_spin in [105.0, 90.0] {
+        let o = claim(7, &s).evaluate(&claim7_results(&s, 105.0, no_spin), &s);
+        assert!(!o.reproduced, "{no_spin}: {o:?}");
+        assert!(o.note.contains("slower without spinning (no)"), "{}", o.note);
+        assert!(o.note.contains("by less than the paper's 10-21 %"), "{}", o.note);
+    }
+    // Faster without the reserve nest.
+    assert!(!claim(7, &s).evaluate(&claim7_results(&s, 95.0, 115.0), &s).reproduced);
 }
 
 #[test]

@@ -5,92 +5,58 @@
 //! waiting for each. `warmcore-testload pingpong M`: a child and its parent,
 //! both pinned to CPU 0, pass a byte back and forth M times through two
 //! pipes. Both print the pids involved, one `key value` a line.
+//!
+//! Built on the process primitives of the VM's workloads (warmcore-vm).
 
 use std::ffi::CString;
 
-fn die(what: &str) -> ! {
-    eprintln!("warmcore-testload: {what}: {}", std::io::Error::last_os_error());
+use warmcore_vm::proc::{close, exec, fork_run, pin_to_cpu, pipe, rd, wait_pid, wr};
+
+fn die(what: impl std::fmt::Display) -> ! {
+    eprintln!("warmcore-testload: {what}");
     std::process::exit(1)
 }
 
 fn forks(n: u32) {
     println!("parent {}", std::process::id());
     let path = CString::new("/bin/true").unwrap();
-    let argv = [path.as_ptr(), std::ptr::null()];
     let mut children = Vec::new();
     for _ in 0..n {
-        // SAFETY: the child only calls async-signal-safe execv and _exit.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            die("fork");
-        }
-        if pid == 0 {
-            unsafe {
-                libc::execv(path.as_ptr(), argv.as_ptr());
-                libc::_exit(127);
-            }
-        }
+        let pid = fork_run(|| exec(&path)).unwrap_or_else(|e| die(e));
         children.push(pid);
-        let mut st = 0;
-        // SAFETY: waiting for our own child.
-        if unsafe { libc::waitpid(pid, &mut st, 0) } != pid {
-            die("waitpid");
-        }
+        wait_pid(pid).unwrap_or_else(|e| die(e));
     }
     println!("children {}", children.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
 }
 
-fn pin_cpu0() {
-    // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            die("sched_setaffinity");
-        }
-    }
-}
-
 fn pingpong(m: u32) {
-    let mut a = [0i32; 2];
-    let mut b = [0i32; 2];
-    // SAFETY: pipe fills the arrays we pass.
-    if unsafe { libc::pipe(a.as_mut_ptr()) } != 0 || unsafe { libc::pipe(b.as_mut_ptr()) } != 0 {
-        die("pipe");
-    }
-    pin_cpu0();
+    let (a_r, a_w) = pipe().unwrap_or_else(|e| die(e));
+    let (b_r, b_w) = pipe().unwrap_or_else(|e| die(e));
+    pin_to_cpu(0).unwrap_or_else(|e| die(format!("sched_setaffinity: {e}")));
     let mut byte = [0u8; 1];
-    // SAFETY: fork; the child uses only read, write and _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        die("fork");
-    }
-    unsafe {
-        if pid == 0 {
-            // Only our ends stay open, so that either side's death ends the other.
-            libc::close(a[1]);
-            libc::close(b[0]);
-            for _ in 0..m {
-                if libc::read(a[0], byte.as_mut_ptr().cast(), 1) != 1 || libc::write(b[1], byte.as_ptr().cast(), 1) != 1 {
-                    libc::_exit(1);
-                }
-            }
-            libc::_exit(0);
-        }
-        libc::close(a[0]);
-        libc::close(b[1]);
-        println!("ping {}", std::process::id());
-        println!("pong {pid}");
+    let pid = fork_run(|| {
+        // Only our ends stay open, so that either side's death ends the other.
+        close(a_w);
+        close(b_r);
         for _ in 0..m {
-            if libc::write(a[1], byte.as_ptr().cast(), 1) != 1 || libc::read(b[0], byte.as_mut_ptr().cast(), 1) != 1 {
-                die("pipe round trip");
+            if !rd(a_r, &mut byte) || !wr(b_w, &byte) {
+                return 1;
             }
         }
-        let mut st = 0;
-        libc::waitpid(pid, &mut st, 0);
-        if !libc::WIFEXITED(st) || libc::WEXITSTATUS(st) != 0 {
-            die("pong failed");
+        0
+    })
+    .unwrap_or_else(|e| die(e));
+    close(a_r);
+    close(b_w);
+    println!("ping {}", std::process::id());
+    println!("pong {pid}");
+    for _ in 0..m {
+        if !wr(a_w, &byte) || !rd(b_r, &mut byte) {
+            die(format!("pipe round trip: {}", std::io::Error::last_os_error()));
         }
+    }
+    if wait_pid(pid).unwrap_or_else(|e| die(e)) != 0 {
+        die("pong failed");
     }
     println!("rounds {m}");
 }

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore vm`: boot a kernel with sched_ext under QEMU (single-threaded
+//! TCG, `-cpu max`) with a busybox initramfs that holds a static warmcore
+//! binary, run a command inside, and return its output and exit status.
+//! [`workload`]: the test and benchmark workloads run inside.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+pub mod proc;
+pub mod workload;
+
+/// What to boot and run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Kernel image with sched_ext, or `auto` to fetch and cache a Debian one.
+    pub kernel: String,
+    /// Virtual CPUs.
+    pub cpus: u32,
+    /// Memory in MiB.
+    pub mem: u32,
+    /// Give up (and fail) after this long.
+    pub timeout: Duration,
+    /// The static warmcore binary to put in the VM (default: the running
+    /// one if static, else target/x86_64-unknown-linux-gnu/release/warmcore).
+    pub warmcore: Option<PathBuf>,
+    /// Print the kernel's console log after the command's output.
+    pub kmsg: bool,
+    /// Cache directory (default: $XDG_CACHE_HOME/warmcore or ~/.cache/warmcore).
+    pub cache: Option<PathBuf>,
+    /// The command to run inside (`warmcore` is the static binary).
+    pub command: Vec<String>,
+}
+
+/// The cache of fetched kernels: `opt`, else $XDG_CACHE_HOME/warmcore or
+/// ~/.cache/warmcore.
+pub fn cache_dir(opt: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = opt {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        return Ok(PathBuf::from(x).join("warmcore"));
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => Ok(PathBuf::from(h).join(".cache/warmcore")),
+        None => bail!("no cache directory: set HOME or XDG_CACHE_HOME, or pass --cache DIR"),
+    }
+}
+
+const KERNEL_SCRIPT: &str = include_str!("vm-kernel.sh");
+
+/// Fetch (once) a Debian kernel with sched_ext into `cache`; its image.
+pub fn kernel_auto(cache: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(KERNEL_SCRIPT)
+        .arg("vm-kernel.sh")
+        .arg(cache)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running bash to fetch the kernel")?;
+    if !out.status.success() {
+        bail!("could not fetch a kernel with sched_ext (see above); pass --kernel PATH");
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// An ELF64 executable without a PT_INTERP program header (no dynamic loader).
+fn is_static(p: &Path) -> bool {
+    let Ok(b) = std::fs::read(p) else { return false };
+    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 {
+        return false;
+    }
+    let u16at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().unwrap()) as usize;
+    let (phentsize, phnum) = (u16at(0x36), u16at(0x38));
+    (0..phnum).all(|i| {
+        let o = phoff + i * phentsize;
+        o + 4 <= b.len() && u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) != 3
+    })
+}
+
+fn static_binary(opt: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = opt {
+        if !is_static(p) {
+            bail!("{} is not a static executable: build it with RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu", p.display());
+        }
+        return Ok(p.to_path_buf());
+    }
+    let me = std::env::current_exe().context("locating this executable")?;
+    if is_static(&me) {
+        return Ok(me);
+    }
+    // target/release/warmcore -> target/x86_64-unknown-linux-gnu/release/warmcore
+    if let Some(target) = me.parent().and_then(|d| d.parent()) {
+        let p = target.join("x86_64-unknown-linux-gnu/release/warmcore");
+        if is_static(&p) {
+            return Ok(p);
+        }
+    }
+    bail!("no static warmcore binary for the VM: run `make vm-binary` (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu -p warmcore) or pass --warmcore PATH")
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())
+    })
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:+@%".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+const INIT: &str = r#"#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+ulimit -l unlimited
+export PATH=/bin:/sbin
+cd /tmp
+exec 3>/dev/ttyS1
+/bin/sh /cmd >&3 2>&3
+echo "WCVM-EXIT $?" >&3
+poweroff -f
+"#;
+
+/// Build the initramfs (newc cpio, gzip) in @dir.
+fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> Result<PathBuf> {
+    let root = dir.join("root");
+    for d in ["bin", "sbin", "proc", "sys", "dev", "tmp", "etc", "boot"] {
+        std::fs::create_dir_all(root.join(d))?;
+    }
+    // The kernel's configuration where Debian installs it, when it sits
+    // beside the kernel (as the fetched one does): libbpf reads CONFIG_HZ
+    // there for `warmcore sched`.
+    if let Some(kdir) = kernel.parent() {
+        if let (Ok(version), true) = (std::fs::read_to_string(kdir.join("version")), kdir.join("config").is_file()) {
+            std::fs::copy(kdir.join("config"), root.join(format!("boot/config-{}", version.trim())))?;
+        }
+    }
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file() && is_static(p))
+        .context("no static busybox: install busybox-static (scripts/setup.sh does)")?;
+    std::fs::copy(&busybox, root.join("bin/busybox"))?;
+    std::fs::copy(warmcore, root.join("bin/warmcore"))?;
+    let out = Command::new(root.join("bin/busybox")).arg("--list").output()?;
+    for applet in String::from_utf8_lossy(&out.stdout).lines() {
+        if applet != "busybox" && applet != "warmcore" {
+            let _ = std::os::unix::fs::symlink("busybox", root.join("bin").join(applet));
+        }
+    }
+    std::fs::write(root.join("init"), INIT)?;
+    std::fs::set_permissions(root.join("init"), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let cmd: Vec<String> = command.iter().map(|s| shell_quote(s)).collect();
+    std::fs::write(root.join("cmd"), format!("{}\n", cmd.join(" ")))?;
+    let img = dir.join("initrd.gz");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg("cd \"$1\" && find . | cpio -o -H newc --quiet | gzip -1 > \"$2\"")
+        .arg("sh")
+        .arg(&root)
+        .arg(&img)
+        .status()
+        .context("running cpio and gzip")?;
+    if !st.success() {
+        bail!("building the initramfs failed: is cpio installed (scripts/setup.sh)?");
+    }
+    Ok(img)
+}
+
+/// Boot the VM, run the command, stream its output; its exit status.
+pub fn boot(r: &Options) -> Result<i32> {
+    if r.command.is_empty() {
+        bail!("no command: `warmcore vm [OPTIONS] -- COMMAND...`, e.g. `warmcore vm -- warmcore sched --run-for 5`");
+    }
+    let qemu = which("qemu-system-x86_64").context("qemu-system-x86_64 not found: install qemu-system-x86 (scripts/setup.sh)")?;
+    let cache = cache_dir(r.cache.as_deref())?;
+    let kernel = if r.kernel == "auto" {
+        kernel_auto(&cache)?
+    } else {
+        let p = PathBuf::from(&r.kernel);
+        if !p.is_file() {
+            bail!("--kernel {}: no such file", r.kernel);
+        }
+        p
+    };
+    let warmcore = static_binary(r.warmcore.as_deref())?;
+    let dir = std::env::temp_dir().join(format!("warmcore-vm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let res = boot_in(r, &qemu, &kernel, &warmcore, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    res
+}
+
+fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path) -> Result<i32> {
+    let initrd = initramfs(dir, kernel, warmcore, &r.command)?;
+    let console = dir.join("console.log");
+    let output = dir.join("output.log");
+    let mut child = Command::new(qemu)
+        .args(["-m", &r.mem.to_string(), "-smp", &r.cpus.to_string()])
+        .args(["-cpu", "max", "-accel", "tcg,thread=single"])
+        .arg("-kernel")
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(&initrd)
+        .args(["-append", "console=ttyS0 quiet panic=-1 oops=panic"])
+        .args(["-display", "none", "-no-reboot", "-monitor", "none", "-nodefaults"])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .arg("-serial")
+        .arg(format!("file:{}", output.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting qemu-system-x86_64")?;
+    let deadline = Instant::now() + r.timeout;
+    let mut shown = 0usize;
+    let mut stdout = std::io::stdout();
+    let mut timed_out = false;
+    let status = loop {
+        // Stream the command's output as it comes.
+        if let Ok(b) = std::fs::read(&output) {
+            if b.len() > shown {
+                let chunk = &b[shown..];
+                let text = String::from_utf8_lossy(chunk);
+                for line in text.split_inclusive('\n') {
+                    if !line.starts_with("WCVM-EXIT ") {
+                        let _ = stdout.write_all(line.replace('\r', "").as_bytes());
+                    }
+                }
+                let _ = stdout.flush();
+                shown = b.len();
+            }
+        }
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            timed_out = true;
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = std::fs::read(&output).unwrap_or_default();
+    let out = String::from_utf8_lossy(&out);
+    if shown < out.len() {
+        for line in out[shown.min(out.len())..].split_inclusive('\n') {
+            if !line.starts_with("WCVM-EXIT ") {
+                print!("{}", line.replace('\r', ""));
+            }
+        }
+    }
+    let kmsg = String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default()).replace('\r', "");
+    if r.kmsg {
+        println!("--- kernel console ---\n{kmsg}");
+    }
+    let code = out
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("WCVM-EXIT ").and_then(|c| c.trim().parse::<i32>().ok()));
+    match code {
+        Some(c) => Ok(c),
+        None => {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            let tail: Vec<&str> = kmsg.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect();
+            eprintln!("{}", tail.join("\n"));
+            if timed_out {
+                bail!("the VM did not finish within {} s (--timeout); kernel console tail above", r.timeout.as_secs_f64());
+            }
+            bail!(
+                "the VM stopped without the command's exit status (qemu {:?}{}); kernel console tail above",
+                status,
+                if err.trim().is_empty() { String::new() } else { format!(": {}", err.trim()) }
+            )
+        }
+    }
+}
