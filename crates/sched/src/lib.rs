@@ -182,21 +182,30 @@ pub struct SchedOpts {
 
 /// Why the loader cannot start: one line each, saying what to do.
 fn preflight() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("loading a BPF scheduler needs root: run `warmcore sched` as root (sudo)");
     }
-    if !Path::new(SCHED_EXT_DIR).exists() {
-        let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        bail!(
-            "this kernel ({}) has no sched_ext (CONFIG_SCHED_CLASS_EXT): run the scheduler in a VM, e.g. `warmcore vm -- warmcore sched --policy nest --run-for 10`",
-            rel.trim()
-        );
-    }
+    kernel_has_sched_ext(Path::new(SCHED_EXT_DIR))?;
     if let Ok(true) = compat::is_sched_ext_enabled() {
         let other = std::fs::read_to_string(format!("{SCHED_EXT_DIR}/root/ops")).unwrap_or_default();
         bail!(
             "another sched_ext scheduler ({}) is loaded: stop it first",
             if other.trim().is_empty() { "unknown" } else { other.trim() }
+        );
+    }
+    Ok(())
+}
+
+/// Whether the kernel has sched_ext, from its sysfs directory (`dir`, given
+/// by the tests).
+#[doc(hidden)]
+pub fn kernel_has_sched_ext(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        bail!(
+            "this kernel ({}) has no sched_ext (CONFIG_SCHED_CLASS_EXT): run the scheduler in a VM, e.g. `warmcore vm -- warmcore sched --policy nest --run-for 10`",
+            rel.trim()
         );
     }
     Ok(())
@@ -232,10 +241,16 @@ pub fn smove_threshold_perf(khz: u32, reference_khz: u32) -> u32 {
 
 /// Set one CPU's frequency in the running scheduler's map (--freq-source=map).
 pub fn freq_set(cpu: u32, khz: u32) -> Result<()> {
-    if !Path::new(FREQ_PIN).exists() {
-        bail!("no frequency map at {FREQ_PIN}: start `warmcore sched --freq-source=map` first");
+    freq_set_at(Path::new(FREQ_PIN), cpu, khz)
+}
+
+/// `freq_set` on the map pinned at `pin` (given by the tests).
+#[doc(hidden)]
+pub fn freq_set_at(pin: &Path, cpu: u32, khz: u32) -> Result<()> {
+    if !pin.exists() {
+        bail!("no frequency map at {}: start `warmcore sched --freq-source=map` first", pin.display());
     }
-    let map = MapHandle::from_pinned_path(FREQ_PIN).context("opening the frequency map")?;
+    let map = MapHandle::from_pinned_path(pin).context("opening the frequency map")?;
     let n = map.info().map(|i| i.info.max_entries).unwrap_or(0);
     if cpu >= n {
         bail!("CPU {cpu} is out of range (the map holds {n} CPUs)");
