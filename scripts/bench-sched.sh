@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The scheduler's speed beside the kernel's own scheduler, in one VM boot
 # (timings drift across boots under emulation), in interleaved rotations
-# (kernel default slocal smove nest nest-nowarm, kernel default ...;
-# nest-nowarm is nest without its warmer threads). Each figure is the
+# (kernel default slocal smove nest nest-threads nest-nowarm, kernel default ...;
+# nest is nest as it starts by default (PM QoS warm cores), nest-threads
+# with warmer threads, nest-nowarm without warm cores). Each figure is the
 # median of the per-rotation ratios to the kernel's scheduler (above 1: faster
 # than the kernel's), with the lowest and highest ratio.
 #
@@ -26,7 +27,8 @@ trap 'rm -f "$out"' EXIT
 read -r -d '' GUEST <<GUEST_EOF || true
 attach() {
   pol=\$1; shift
-  [ \$pol = nest-nowarm ] && set -- --nest-no-warm "\$@" && pol=nest
+  [ \$pol = nest-nowarm ] && set -- --nest-warm off "\$@" && pol=nest
+  [ \$pol = nest-threads ] && set -- --nest-warm threads "\$@" && pol=nest
   warmcore sched --policy \$pol "\$@" --stats 1000 > /tmp/s.json 2> /tmp/s.err &
   S=\$!
   i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
@@ -43,19 +45,19 @@ r=1
 while [ \$r -le $ROT ]; do
   workloads \$r kernel
   taskset -c 1 warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$r kernel-1cpu /"
-  for s in default slocal smove nest nest-nowarm; do
+  for s in default slocal smove nest nest-threads nest-nowarm; do
     attach \$s; workloads \$r \$s; detach \$r \$s
   done
   r=\$((r+1))
 done
-for s in default slocal smove nest nest-nowarm; do
+for s in default slocal smove nest nest-threads nest-nowarm; do
   attach \$s --profile; workloads 0 \$s > /dev/null; detach 0 \$s
   tail -1 /tmp/s.json | sed "s/^/P 0 \$s /"
 done
 echo DONE
 GUEST_EOF
 
-echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-nowarm"
+echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-threads nest-nowarm"
 "$BIN" vm --cpus "$CPUS" --timeout 3000 -- sh -c "$GUEST" > "$out"
 python3 - "$out" <<'PY'
 import json, statistics, sys
@@ -85,7 +87,7 @@ print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rot
 print("kernel: [min-max] of its rates over their median; pipe: also the median share of round trips with both")
 print("ends on one CPU")
 print(f"{'policy':11} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
-for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-nowarm"]:
+for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-threads", "nest-nowarm"]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
         if s == "kernel":

@@ -68,17 +68,17 @@ def test_sim_runs_the_sched_ext_program_in_threads():
     def one(name):
         results[name] = warmcore.sim("configure:checks=20", policy=name)
 
-    names = ["scx:nest", "scx:nest:warm=off", "scx:smove:delay_us=100"]
+    names = ["scx:nest:warm=threads", "scx:nest:warm=off", "scx:smove:delay_us=100"]
     threads = [threading.Thread(target=one, args=(n,)) for n in names]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    again = warmcore.sim("configure:checks=20", policy="scx:nest")
-    assert results["scx:nest"]["makespan_ns"] == again["makespan_ns"]
-    assert results["scx:nest"]["policy_stats"]["nest_primary"] > 0
-    assert results["scx:nest"]["policy_stats"]["warm_spins"] > 0
+    again = warmcore.sim("configure:checks=20", policy="scx:nest:warm=threads")
+    assert results["scx:nest:warm=threads"]["makespan_ns"] == again["makespan_ns"]
+    assert results["scx:nest:warm=threads"]["policy_stats"]["nest_primary"] > 0
+    assert results["scx:nest:warm=threads"]["policy_stats"]["warm_spins"] > 0
     assert results["scx:nest:warm=off"]["policy_stats"]["warm_spins"] == 0
-    assert not results["scx:nest"]["ejected"]
+    assert not results["scx:nest:warm=threads"]["ejected"]
     with pytest.raises(warmcore.SimError, match="scx:nest has no parameter 'spin'"):
         warmcore.sim("configure", policy="scx:nest:spin=off")

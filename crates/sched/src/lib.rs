@@ -13,6 +13,7 @@ pub mod bpf_intf {
 mod bpf_skel {
     include!(concat!(env!("OUT_DIR"), "/bpf_skel.rs"));
 }
+pub mod pmqos;
 pub mod stats;
 
 use std::mem::MaybeUninit;
@@ -66,6 +67,19 @@ impl Policy {
             Policy::Nest => "nest",
         }
     }
+}
+
+/// How Nest keeps the cores of its primary nest warm (Nest, section 3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NestWarm {
+    /// Hold them in the polling idle state through their PM QoS resume
+    /// latency, restored at exit (the default where the files exist).
+    Pmqos,
+    /// A spinning SCHED_IDLE thread per CPU that the scheduler runs on an
+    /// idle primary core (each wake-up there then preempts it).
+    Threads,
+    /// Not at all.
+    Off,
 }
 
 /// When the scheduler sets CPU performance targets.
@@ -170,9 +184,11 @@ pub struct SchedOpts {
     /// nest: no placement claim flag (section 3.4).
     #[arg(long)]
     pub nest_no_claim: bool,
-    /// nest: no warmer threads keeping idle primary cores busy (section 3.2).
-    #[arg(long)]
-    pub nest_no_warm: bool,
+    /// nest: how idle primary cores are kept warm (section 3.2); default
+    /// pmqos where /sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us
+    /// exists, else threads.
+    #[arg(long, value_enum)]
+    pub nest_warm: Option<NestWarm>,
     /// nest: no fork hint (a forked child tries first the core of its
     /// parent's previous child, or the core its parent was forked from; a
     /// fork/wait chain then stays on two cores).
@@ -446,6 +462,10 @@ pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
             }
         })?;
     }
+    let left = pmqos::restore_leftovers(&pmqos::Paths::default())?;
+    if left > 0 {
+        eprintln!("warmcore sched: restored the PM QoS resume latency of {left} CPUs, left held by a run that did not end cleanly");
+    }
     let mut before = stats::Metrics::default();
     let ended = loop {
         let session = Session { opts, shutdown: &shutdown, start, deadline, before: &before, req_ch: &req_ch, res_ch: &res_ch };
@@ -486,10 +506,25 @@ fn run_once(se: &Session) -> Result<Ended> {
     if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
         bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
     }
-    // Warmers only where a CPU is online: one made for an offline CPU would
-    // wait where nobody runs it until the watchdog ejects the scheduler.
-    let warm = opts.policy == Policy::Nest && !opts.nest_no_warm;
+    // Warm cores only where a CPU is online: a warmer made for an offline
+    // CPU would wait where nobody runs it until the watchdog ejects the
+    // scheduler.
+    let qos_paths = pmqos::Paths::default();
+    let warm_mode = match opts.nest_warm {
+        _ if opts.policy != Policy::Nest => NestWarm::Off,
+        Some(m) => m,
+        None if qos_paths.available(&online) => NestWarm::Pmqos,
+        None => {
+            eprintln!("warmcore sched: nest: no PM QoS resume latency files in sysfs: warmer threads keep the cores warm");
+            NestWarm::Threads
+        }
+    };
+    if warm_mode == NestWarm::Pmqos && !qos_paths.available(&online) {
+        bail!("--nest-warm pmqos: this kernel has no {}/cpuN/power/pm_qos_resume_latency_us: use --nest-warm threads", qos_paths.sysfs_cpu.display());
+    }
+    let warm = warm_mode == NestWarm::Threads;
     let warmers = if warm { Some(Warmers::spawn(&online)?) } else { None };
+    let mut qos = if warm_mode == NestWarm::Pmqos { Some(pmqos::PmQos::new(qos_paths, &online)?) } else { None };
 
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, libbpf_warning)));
     let mut open_object = MaybeUninit::uninit();
@@ -595,11 +630,15 @@ fn run_once(se: &Session) -> Result<Ended> {
     }
     eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), online.len());
 
-    let read = |skel: &BpfSkel| -> Result<stats::Metrics> {
+    let read = |skel: &BpfSkel, qos: &Option<pmqos::PmQos>| -> Result<stats::Metrics> {
         let mut m = stats::read(skel, opts, se.start.elapsed())?;
         m.add(se.before);
+        m.warm_cpus = qos.as_ref().map_or(0, |q| q.held() as u64);
         Ok(m)
     };
+    // PM QoS follows the primary nest closely: a core that joins it should
+    // be warm before its next idle period.
+    let poll = if qos.is_some() { Duration::from_millis(10) } else { Duration::from_millis(100) };
     let mut exited = false;
     loop {
         if uei_exited!(&skel, uei) {
@@ -609,11 +648,15 @@ fn run_once(se: &Session) -> Result<Ended> {
         if se.shutdown.load(Ordering::Relaxed) || se.deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if se.req_ch.recv_timeout(Duration::from_millis(100)).is_ok() {
-            se.res_ch.send(read(&skel)?).context("answering the stats server")?;
+        if se.req_ch.recv_timeout(poll).is_ok() {
+            se.res_ch.send(read(&skel, &qos)?).context("answering the stats server")?;
+        }
+        if let Some(q) = &mut qos {
+            let bss = skel.maps.bss_data.as_ref().unwrap();
+            q.update(|c| bss.in_primary.get(c).is_some_and(|&b| b != 0), Instant::now())?;
         }
     }
-    let last = read(&skel)?;
+    let last = read(&skel, &qos)?;
     drop(link);
     if !exited {
         return Ok(Ended::Done(Outcome::Detached, last));

@@ -82,6 +82,9 @@ pub struct Metrics {
     pub nest_reserve: u64,
     #[stat(desc = "Largest primary nest so far")]
     pub nest_primary_max: u64,
+    #[stat(desc = "Cores held in the polling idle state now (--nest-warm pmqos)")]
+    #[serde(default)]
+    pub warm_cpus: u64,
     #[stat(desc = "Per-operation profile (with --profile)")]
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profile: BTreeMap<String, OpProfile>,
@@ -174,6 +177,7 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
         nest_primary: bss.nr_primary,
         nest_reserve: bss.nr_reserve,
         nest_primary_max: bss.max_primary,
+        warm_cpus: 0,
         profile,
     })
 }

@@ -261,6 +261,17 @@ impl Sim {
             false
         }
     }
+    /// An idle CPU stops spinning now (it enters its idle state).
+    pub fn stop_spin(&mut self, c: u32) {
+        let cpu = &mut self.cpus[c as usize];
+        if cpu.mode != Mode::Idle || cpu.spin_until <= self.now {
+            return;
+        }
+        cpu.spin_until = 0;
+        cpu.spin_gen = cpu.spin_gen.wrapping_add(1);
+        let core = self.machine.cpu_core[c as usize];
+        self.core_changed(core);
+    }
     /// Keep an idle CPU spinning (in C0, at its frequency) until `until` or
     /// until it gets work.
     pub fn spin(&mut self, c: u32, until: u64) {

@@ -192,7 +192,7 @@ fn fork_wait_chain(n: u64) -> Workload {
 fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
     for &name in MACHINES {
         let m = Machine::load(name).unwrap();
-        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", fork_wait_chain(100));
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest:warm=threads", fork_wait_chain(100));
         let warmers = warmer_pids(&evs, &m);
         assert_eq!(warmers.len() as u32, m.nr_cpus, "{name}: one warmer per CPU");
         let nest = workload_cpus(&evs, &warmers);
@@ -200,13 +200,20 @@ fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
         let default = workload_cpus(&evs, &[]);
         assert!(nest.len() <= 2, "{name}: the chain ran on {nest:?}");
         assert!(nest.len() < default.len(), "{name}: nest {nest:?}, default {default:?}");
+        // The same with the cores held warm through PM QoS (the default).
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", fork_wait_chain(100));
+        let pmqos = workload_cpus(&evs, &[]);
+        assert!(pmqos.len() <= 2, "{name}: with PM QoS, the chain ran on {pmqos:?}");
         // configure's nested fork/wait chains: a quarter of the default's
         // CPUs at most.
-        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", wl("configure:checks=40", &m));
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest:warm=threads", wl("configure:checks=40", &m));
         let nest = workload_cpus(&evs, &warmer_pids(&evs, &m));
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", wl("configure:checks=40", &m));
+        let nest_pmqos = workload_cpus(&evs, &[]);
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:default", wl("configure:checks=40", &m));
         let default = workload_cpus(&evs, &[]);
         assert!(nest.len() * 4 <= default.len(), "{name}: configure: nest {nest:?}, default {default:?}");
+        assert!(nest_pmqos.len() * 4 <= default.len(), "{name}: configure: nest (PM QoS) {nest_pmqos:?}, default {default:?}");
     }
 }
 
@@ -397,7 +404,7 @@ fn bad_scx_names_and_parameters_name_the_valid_ones() {
     let err = |s: &str| make_policy(s, &m).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err("scx:nope").contains("scx:default, scx:slocal, scx:smove, scx:nest"), "{}", err("scx:nope"));
     assert!(err("scx:smove:dealy_us=5").contains("delay_us"), "{}", err("scx:smove:dealy_us=5"));
-    assert!(err("scx:nest:warm=maybe").contains("on or off"));
+    assert!(err("scx:nest:warm=maybe").contains("pmqos, threads or off"));
     assert!(err("scx:smove:delay_us=0").contains("1..=1000000"));
     assert!(err("nope").contains("scx:nest"));
 }
@@ -458,3 +465,35 @@ fn an_ejection_ends_the_run_with_its_reason_and_time() {
     assert!(out.makespan_ns >= 5_000_000_000 && out.makespan_ns <= 8_000_000_000, "{}", out.makespan_ns);
 }
 
+
+#[test]
+fn scx_nest_holds_its_primary_cores_in_polling_through_pm_qos() {
+    // A light periodic task: between its runs its core idles. Held in the
+    // polling state (warm=pmqos, the default), the core stays in C0 at its
+    // frequency and wakes at once; without warm cores it sleeps deeply, its
+    // frequency falls and each wake-up pays the exit latency.
+    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let run = |policy: &str| {
+        let (_, evs) = simulate(&m, Governor::Powersave, policy, light_periodic());
+        let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
+        let f = freq_at_switch_in(&evs, pid, 100_000_000);
+        let mean_f = f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64;
+        // Wake-up to switch-in, after the first 100 ms.
+        let mut woke = None;
+        let mut lat = vec![];
+        for (_, e) in &evs {
+            if e.id == ids::WAKEUP && e.pid == pid && e.ts >= 100_000_000 {
+                woke = Some(e.ts);
+            } else if e.id == ids::CTX_SWITCH && e.a() == pid {
+                if let Some(w) = woke.take() {
+                    lat.push(e.ts - w);
+                }
+            }
+        }
+        (mean_f, lat.iter().sum::<u64>() as f64 / lat.len() as f64)
+    };
+    let (f_warm, lat_warm) = run("scx:nest");
+    let (f_off, lat_off) = run("scx:nest:warm=off");
+    assert!(f_warm > 1.2 * f_off, "frequency at switch-in: held {f_warm:.0} kHz, not held {f_off:.0} kHz");
+    assert!(lat_warm < lat_off, "wake-up latency: held {lat_warm:.0} ns, not held {lat_off:.0} ns");
+}

@@ -57,7 +57,7 @@ const volatile bool nest_exit_demote = true;	/* section 3.1, last sentence */
 const volatile bool nest_die_first = true;	/* section 3.1 */
 const volatile bool nest_wc_dies = true;	/* section 3.4 */
 const volatile bool nest_claim = true;		/* section 3.4 */
-const volatile bool nest_warm = true;		/* section 3.2 */
+const volatile bool nest_warm = true;		/* section 3.2, with warmer threads */
 const volatile bool nest_fork_hint = true;	/* see select_nest */
 
 /* The kernel's tick rate, from its configuration (Nest counts P_remove and
@@ -71,6 +71,9 @@ static __always_inline u64 tick_ns(void)
 
 /* Read by the loader. */
 u64 nr_primary, nr_reserve, max_primary;
+/* nest: 1 for each CPU in the primary nest, which the loader keeps warm
+ * through PM QoS (--nest-warm pmqos). */
+u8 in_primary[WC_MAX_CPUS];
 u64 vtime_now;
 
 #define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
@@ -659,6 +662,8 @@ static void nest_demote(struct bpf_cpumask *primary, struct bpf_cpumask *reserve
 		return;
 	__sync_fetch_and_sub(&nr_primary, 1);
 	stat_add(WC_ST_NEST_DEMOTIONS, 1);
+	if ((u32)cpu < WC_MAX_CPUS)
+		in_primary[(u32)cpu & (WC_MAX_CPUS - 1)] = 0;
 	if (freq_steer) {
 		struct cpu_ctx *c = cpu_ctx(cpu);
 
@@ -682,6 +687,8 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 		n = __sync_fetch_and_add(&nr_primary, 1) + 1;
 		if (n > max_primary)
 			max_primary = n;
+		if ((u32)cpu < WC_MAX_CPUS)
+			in_primary[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
 		if (freq_steer)
 			scx_bpf_cpuperf_set(cpu, SCX_CPUPERF_ONE);
 	}

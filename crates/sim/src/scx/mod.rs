@@ -38,7 +38,7 @@ pub use program::build_variant;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
-use crate::sim::{Sim, TState, Tid, TimerId};
+use crate::sim::{Mode, Sim, TState, Tid, TimerId};
 use crate::machine::Machine;
 use crate::policy::{Daemon, Enq, Policy, Wake, WakeKind};
 use crate::SimError;
@@ -61,6 +61,8 @@ struct Params {
     slice_us: u64,
     slice_min_us: u64,
     freq_steer: bool,
+    /// Nest's warm cores: "pmqos", "threads" or "off" (`--nest-warm`).
+    warm: &'static str,
     threshold_khz: Option<u32>,
     delay_us: u64,
     p_remove: u64,
@@ -80,7 +82,6 @@ const NEST_SWITCHES: &[(&str, &str)] = &[
     ("die_first", "nest_die_first"),
     ("wc_dies", "nest_wc_dies"),
     ("claim", "nest_claim"),
-    ("warm", "nest_warm"),
     ("fork_hint", "nest_fork_hint"),
 ];
 
@@ -98,6 +99,9 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
         // `--freq-steer auto` where the governor is schedutil; the other
         // governors of the simulator ignore performance targets.
         freq_steer: true,
+        // `--nest-warm`'s default where the PM QoS files exist, as on the
+        // servers the machines model.
+        warm: "pmqos",
         threshold_khz: None,
         delay_us: 50,
         p_remove: 2,
@@ -110,7 +114,7 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
     match name {
         "smove" => valid.extend(["threshold_khz", "delay_us"]),
         "nest" => {
-            valid.extend(["p_remove", "r_max", "r_impatient", "s_max"]);
+            valid.extend(["p_remove", "r_max", "r_impatient", "s_max", "warm"]);
             valid.extend(NEST_SWITCHES.iter().map(|(n, _)| *n));
         }
         _ => {}
@@ -131,6 +135,9 @@ fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimEr
             "slice_us" => p.slice_us = num(100, 1_000_000)?,
             "slice_min_us" => p.slice_min_us = num(10, 1_000_000)?,
             "freq_steer" => p.freq_steer = on_off(v).ok_or_else(|| bad("on or off"))?,
+            "warm" => {
+                p.warm = ["pmqos", "threads", "off"].into_iter().find(|w| w == v).ok_or_else(|| bad("pmqos, threads or off"))?
+            }
             "threshold_khz" => p.threshold_khz = Some(num(0, u32::MAX as u64)? as u32),
             "delay_us" => p.delay_us = num(1, 1_000_000)?,
             "p_remove" => p.p_remove = num(0, 1_000_000)?,
@@ -879,10 +886,32 @@ pub struct ScxPolicy {
     prev: Vec<Option<Tid>>,
     balanced: Vec<Option<bool>>,
     warmers: bool,
+    pmqos: Option<PmQos>,
+}
+
+/// `--nest-warm pmqos` as `warmcore sched` does it (crates/sched/src/pmqos.rs):
+/// every POLL it reads the program's `in_primary` and holds those CPUs,
+/// and for HYSTERESIS those that left, in the polling idle state, where an
+/// idle CPU stays in C0 at its frequency and wakes at once.
+struct PmQos {
+    /// Per CPU: when it was last seen in the primary nest, if held.
+    seen: Vec<Option<u64>>,
+    timer: Option<TimerId>,
+}
+
+impl PmQos {
+    const POLL: u64 = 10_000_000;
+    const HYSTERESIS: u64 = 20_000_000;
+
+    fn held(&self, c: u32) -> bool {
+        self.seen[c as usize].is_some()
+    }
 }
 
 /// The watchdog's timer token (program timers use their slot numbers).
 const WATCHDOG_TOKEN: u64 = u64::MAX;
+/// The PM QoS poll's timer token.
+const PMQOS_TOKEN: u64 = u64::MAX - 1;
 
 impl ScxPolicy {
     pub fn new(machine: &Machine, name: &str, params: &[(String, String)]) -> Result<ScxPolicy, SimError> {
@@ -993,12 +1022,9 @@ impl ScxPolicy {
         set(&mut prog, "nest_s_max_ticks", 0, p.s_max.max(1))?;
         set(&mut prog, "nest_reserve_start", 0, 0)?;
         let nest = name == "nest";
-        let mut warmers = false;
-        for &(sw, knob, on) in &p.switches {
-            let on = on && (sw != "warm" || nest);
-            if sw == "warm" {
-                warmers = on;
-            }
+        let warmers = nest && p.warm == "threads";
+        set(&mut prog, "nest_warm", 0, warmers as u64)?;
+        for &(_, knob, on) in &p.switches {
             set(&mut prog, knob, 0, on as u64)?;
         }
         // SAFETY: constants of the program's build.
@@ -1016,6 +1042,7 @@ impl ScxPolicy {
             prev: vec![None; n],
             balanced: vec![None; n],
             warmers,
+            pmqos: (nest && p.warm == "pmqos").then(|| PmQos { seen: vec![None; n], timer: None }),
         })
     }
 
@@ -1110,6 +1137,31 @@ impl ScxPolicy {
         }
     }
 
+    /// The loader's PM QoS poll: hold the primary nest's CPUs, release those
+    /// out of it for the hysteresis; a held idle CPU polls.
+    fn pmqos_poll(&mut self, sim: &mut Sim) {
+        let now = sim.now();
+        let n = self.k.nr_cpus as usize;
+        let in_primary: Vec<bool> = match self.prog.global_bytes("in_primary", n) {
+            Some(bytes) => bytes.iter().map(|&b| b != 0).collect(),
+            None => vec![false; n],
+        };
+        let Some(q) = self.pmqos.as_mut() else { return };
+        for c in 0..self.k.nr_cpus {
+            let seen = &mut q.seen[c as usize];
+            if in_primary[c as usize] {
+                *seen = Some(now);
+            } else if seen.is_some_and(|s| now - s >= PmQos::HYSTERESIS) {
+                *seen = None;
+                sim.stop_spin(c);
+            }
+            if q.held(c) && sim.cpu(c).mode == Mode::Idle {
+                sim.spin(c, now + 2 * PmQos::POLL);
+            }
+        }
+        q.timer = Some(sim.set_timer(now + PmQos::POLL, PMQOS_TOKEN));
+    }
+
     /// scx_watchdog_workfn: a task runnable for longer than the timeout
     /// ejects the scheduler. Runs every half timeout while tasks wait.
     fn watchdog(&mut self, sim: &mut Sim) {
@@ -1188,6 +1240,9 @@ impl Policy for ScxPolicy {
         let r = self.call(sim, 0, Context::Other, |f| unsafe { (f.init)() });
         if r != 0 {
             self.eject(sim, format!("ops.init failed ({r})"));
+        }
+        if let Some(q) = self.pmqos.as_mut() {
+            q.timer = Some(sim.set_timer(sim.now() + PmQos::POLL, PMQOS_TOKEN));
         }
     }
 
@@ -1365,6 +1420,10 @@ impl Policy for ScxPolicy {
     }
 
     fn update_idle(&mut self, sim: &mut Sim, cpu: u32, idle: bool) {
+        // A CPU held by PM QoS polls from the moment it goes idle.
+        if idle && self.pmqos.as_ref().is_some_and(|q| q.held(cpu)) {
+            sim.spin(cpu, sim.now() + 2 * PmQos::POLL);
+        }
         self.k.set_idle(cpu, idle);
         let c = cpu as usize;
         if self.k.told_idle[c] == idle {
@@ -1379,6 +1438,10 @@ impl Policy for ScxPolicy {
     fn timer(&mut self, sim: &mut Sim, token: u64) {
         if token == WATCHDOG_TOKEN {
             self.watchdog(sim);
+            return;
+        }
+        if token == PMQOS_TOKEN {
+            self.pmqos_poll(sim);
             return;
         }
         let slot = token as usize;

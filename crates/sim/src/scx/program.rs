@@ -203,6 +203,18 @@ impl Program {
         }
     }
 
+    /// A byte array global of the program (such as nest's in_primary), its
+    /// first `len` bytes.
+    pub fn global_bytes(&self, name: &str, len: usize) -> Option<Vec<u8>> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: the handle is live; the symbol, if any, is an array of at
+        // least `len` bytes (the caller's CPU count, within WC_MAX_CPUS).
+        unsafe {
+            let p = libc::dlsym(self.handle, c.as_ptr()) as *const u8;
+            (!p.is_null()).then(|| (0..len).map(|i| std::ptr::read_volatile(p.add(i))).collect())
+        }
+    }
+
     /// The values of a map: (bytes, stride of one value, entries, copies),
     /// copies being one per CPU for a per-CPU map.
     pub fn map(&self, name: &str) -> Option<(&[u8], usize, usize, usize)> {
