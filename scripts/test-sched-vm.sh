@@ -27,13 +27,25 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 read -r -d '' GUEST <<GUEST_EOF || true
+qos() { cat /sys/devices/system/cpu/cpu[0-9]*/power/pm_qos_resume_latency_us | tr '\n' ' '; }
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
+mkdir -p /sys/fs/cgroup/wc; echo 2-3 > /sys/fs/cgroup/wc/cpuset.cpus
+echo "QOS_BEFORE \$(qos)"
 run_policy() {
   P=\$1; shift
   warmcore sched --policy \$P --stats 5 --freq-steer on "\$@" > /tmp/\$P.stats 2> /tmp/\$P.err &
   S=\$!
   i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
   echo "STATE \$P \$(cat /sys/kernel/sched_ext/state) \$(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
+  # Beside the stress: a task pinned to CPU 1, two in a cpuset of CPUs 2-3,
+  # two at nice 19.
+  taskset -c 1 warmcore vm workload hogs --n 1 --secs $SECS > /dev/null & B1=\$!
+  sh -c 'echo \$\$ > /sys/fs/cgroup/wc/cgroup.procs && exec warmcore vm workload hogs --n 2 --secs $SECS' > /dev/null & B2=\$!
+  sh -c 'renice -n 19 -p \$\$ > /dev/null && exec warmcore vm workload hogs --n 2 --secs $SECS' > /dev/null & B3=\$!
   warmcore vm workload mixed --secs $SECS | sed "s/^/MIXED \$P /"; echo "MIXED_RC \$P \$?"
+  wait \$B1; R1=\$?; wait \$B2; R2=\$?; wait \$B3; R3=\$?
+  echo "BESIDE_RC \$P \$R1 \$R2 \$R3"
   echo "STATE_AFTER \$P \$(cat /sys/kernel/sched_ext/state)"
   case \$P in
   default)
@@ -67,6 +79,27 @@ run_policy slocal
 # times slower than on hardware.
 run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us 2000
 run_policy nest
+echo "QOS_AFTER_EXIT \$(qos)"
+# PM QoS values after kill -9: the next start restores them.
+warmcore sched --policy nest > /dev/null 2>&1 & K=\$!
+sleep 2; warmcore vm workload hogs --n 4 --secs 2 > /dev/null
+echo "QOS_HELD \$(qos)"
+kill -9 \$K; wait \$K 2>/dev/null; sleep 1
+echo "QOS_AFTER_KILL \$(qos)"
+warmcore sched --policy default --run-for 1 2> /tmp/restore.err; echo "RESTORE_RC \$?"
+sed "s/^/RESTORE_ERR /" /tmp/restore.err
+echo "QOS_RESTORED \$(qos)"
+# CPU hotplug during a run (warmer threads, so that one made for an offline
+# CPU would stall): the kernel stops the scheduler and the loader restarts it.
+warmcore sched --policy nest --nest-warm threads > /dev/null 2> /tmp/hp.err & H=\$!
+i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+echo 0 > /sys/devices/system/cpu/cpu3/online; sleep 2
+warmcore vm workload forkcpu --n 20 > /dev/null; sleep 6
+echo 1 > /sys/devices/system/cpu/cpu3/online; sleep 2
+warmcore vm workload forkcpu --n 20 > /dev/null
+echo "HOTPLUG_STATE \$(cat /sys/kernel/sched_ext/state)"
+kill -INT \$H; wait \$H; echo "HOTPLUG_RC \$?"
+sed "s/^/HOTPLUG_ERR /" /tmp/hp.err
 warmcore sched --policy nest --profile --stats 1 --run-for 4 > /tmp/prof.stats 2> /tmp/prof.err &
 S=\$!; sleep 1
 warmcore vm workload forkcpu --n 20 > /dev/null
@@ -123,6 +156,8 @@ for p in ["default", "slocal", "smove", "nest"]:
     check(get("STATE_END", p) == "disabled", f"{p}: sched_ext disabled after the scheduler exits")
     f = js("FINAL", p)
     check(f is not None and f["counts"]["select_cpu"] > 0, f"{p}: stats show select_cpu decisions")
+    check(get("BESIDE_RC", p) == "0 0 0",
+          f"{p}: a pinned task, tasks in a cpuset and niced tasks beside the stress all finished ({get('BESIDE_RC', p)})")
     errs = [l for l in lines if l.startswith(f"ERR {p} ") and ("eject" in l or "EXIT" in l)]
     check(not errs, f"{p}: no ejection reported ({errs})")
     if p == "slocal":
@@ -174,6 +209,18 @@ def info(tag, key):
         if l.startswith(tag + " ") and l[len(tag) + 1:].split(":")[0].strip() == key:
             return l.split(":", 1)[1].strip()
     return None
+before = val("QOS_BEFORE")
+check(before is not None and "n/a" not in before, f"PM QoS: no CPU held before the runs ({before})")
+check(val("QOS_AFTER_EXIT") == before, f"PM QoS: every value restored after nest exits ({val('QOS_AFTER_EXIT')})")
+check("n/a" in (val("QOS_HELD") or ""), f"PM QoS: nest holds primary CPUs in polling ({val('QOS_HELD')})")
+check("n/a" in (val("QOS_AFTER_KILL") or ""), f"PM QoS: kill -9 leaves them held ({val('QOS_AFTER_KILL')})")
+restore = [l for l in lines if l.startswith("RESTORE_ERR ") and "restored the PM QoS" in l]
+check(val("RESTORE_RC") == "0" and restore and val("QOS_RESTORED") == before,
+      f"PM QoS: the next start restores them and says so ({val('QOS_RESTORED')}, {restore})")
+hp = [l for l in lines if l.startswith("HOTPLUG_ERR ")]
+check(val("HOTPLUG_STATE") == "enabled" and val("HOTPLUG_RC") == "0"
+      and sum("starting it again" in l for l in hp) >= 1 and not any("eject" in l for l in hp),
+      f"hotplug: the scheduler restarts after a CPU goes offline and back, never ejected ({val('HOTPLUG_STATE')}, {hp})")
 try:
     prof = json.loads(val("PROF") or "")
 except ValueError:
