@@ -466,6 +466,107 @@ bool bpf_cpumask_empty(const struct cpumask *m)
 	return true;
 }
 
+#define WC_MASK_WORDS (sizeof(((struct cpumask *)0)->bits) / sizeof(((struct cpumask *)0)->bits[0]))
+
+/* The first set bit at or after @from, or WC_MASK_BITS (the CPUs beyond
+ * the machine's are never set). */
+static u32 wc_next(const struct cpumask *m, u32 from)
+{
+	u32 cpu;
+
+	for (cpu = from; cpu < wc_nr_cpus; cpu++)
+		if (wc_bit(cpu, m))
+			return cpu;
+	return WC_MASK_BITS;
+}
+
+u32 bpf_cpumask_first(const struct cpumask *m)
+{
+	return wc_next(m, 0);
+}
+
+u32 bpf_cpumask_first_and(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 cpu;
+
+	for (cpu = 0; cpu < wc_nr_cpus; cpu++)
+		if (wc_bit(cpu, a) && wc_bit(cpu, b))
+			return cpu;
+	return WC_MASK_BITS;
+}
+
+void bpf_cpumask_clear(struct bpf_cpumask *m)
+{
+	__builtin_memset(&m->cpumask, 0, sizeof(m->cpumask));
+}
+
+void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
+{
+	wc_copy(&dst->cpumask, src, sizeof(dst->cpumask));
+}
+
+bool bpf_cpumask_and(struct bpf_cpumask *dst, const struct cpumask *a, const struct cpumask *b)
+{
+	u64 any = 0;
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		any |= dst->cpumask.bits[i] = a->bits[i] & b->bits[i];
+	return any != 0;
+}
+
+void bpf_cpumask_xor(struct bpf_cpumask *dst, const struct cpumask *a, const struct cpumask *b)
+{
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		dst->cpumask.bits[i] = a->bits[i] ^ b->bits[i];
+}
+
+bool bpf_cpumask_subset(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		if (a->bits[i] & ~b->bits[i])
+			return false;
+	return true;
+}
+
+u32 bpf_cpumask_weight(const struct cpumask *m)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		n += __builtin_popcountll(m->bits[i]);
+	return n;
+}
+
+/* cpumask_any_and_distribute: round-robin from the calling CPU's last pick. */
+static u32 wc_distribute_prev[WC_MASK_BITS];
+
+u32 bpf_cpumask_any_and_distribute(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 me = H->cpu(H->ctx), prev, cpu, i;
+
+	if (me >= WC_MASK_BITS)
+		me = 0;
+	prev = wc_distribute_prev[me];
+	for (i = 1; i <= wc_nr_cpus; i++) {
+		cpu = (prev + i) % wc_nr_cpus;
+		if (wc_bit(cpu, a) && wc_bit(cpu, b)) {
+			wc_distribute_prev[me] = cpu;
+			return cpu;
+		}
+	}
+	return WC_MASK_BITS;
+}
+
+u32 bpf_cpumask_any_distribute(const struct cpumask *m)
+{
+	return bpf_cpumask_any_and_distribute(m, m);
+}
+
 static void wc_dsq_of(u64 dsq_id, u32 *kind, u64 *id)
 {
 	*id = 0;

@@ -77,6 +77,8 @@ u8 in_primary[WC_MAX_CPUS];
 u64 vtime_now;
 
 #define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
+/* Queues tried per pull (see wc_dispatch). */
+#define WC_PULL_TRIES 8
 
 struct cpu_ctx {
 	u64 run_start;		/* the running task's CPU time when it started here */
@@ -178,6 +180,19 @@ struct {
 	__type(value, struct smove_timer);
 } smove_timers SEC(".maps");
 
+/* The CPUs of each die (last-level cache), by die id: searches within a die
+ * are cpumask operations, not scans. */
+struct llc_mask {
+	struct bpf_cpumask __kptr *mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct llc_mask);
+} llc_masks SEC(".maps");
+
 /* nest: the warmers' watchdog feed timer. */
 struct feed_timer {
 	struct bpf_timer timer;
@@ -240,6 +255,24 @@ static __always_inline void waiting_clear(s32 cpu)
 			bpf_cpumask_set_cpu(cpu, m);
 	}
 	bpf_rcu_read_unlock();
+}
+
+/*
+ * A CPU whose queue may hold waiting work, round-robin among them (within
+ * @die if not NULL); an invalid CPU if none.
+ */
+static __always_inline s32 waiting_any(const struct cpumask *die)
+{
+	struct bpf_cpumask *m;
+	s32 cpu = -1;
+
+	bpf_rcu_read_lock();
+	m = waiting_mask;
+	if (m)
+		cpu = die ? bpf_cpumask_any_and_distribute((const struct cpumask *)m, die)
+			  : bpf_cpumask_any_distribute((const struct cpumask *)m);
+	bpf_rcu_read_unlock();
+	return cpu;
 }
 
 static __always_inline bool work_waiting(void)
@@ -305,6 +338,16 @@ static __always_inline u32 llc_of(s32 cpu)
 	if (c >= WC_MAX_CPUS)
 		return 0;
 	return cpu_llc[c & (WC_MAX_CPUS - 1)];
+}
+
+/* The CPUs of @cpu's die; NULL before init. A kptr read outside an explicit
+ * RCU section: sched_ext's operations are non-sleepable, hence RCU-protected. */
+static __always_inline const struct cpumask *llc_cpus(s32 cpu)
+{
+	u32 key = llc_of(cpu);
+	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &key);
+
+	return m ? (const struct cpumask *)m->mask : NULL;
 }
 
 static __always_inline bool is_idle(s32 cpu)
@@ -522,38 +565,37 @@ static int smove_timer_cb(void *map, int *key, struct smove_timer *t)
 
 /*
  * The default selection without claiming the CPU: @prev if idle, else an
- * idle CPU on @prev's die, else any idle CPU. -1 if none.
+ * idle CPU on @prev's die, else (@other_dies) any idle CPU, each picked
+ * round-robin as the kernel's own idle selection does. -1 if none.
  */
 static s32 peek_idle(struct task_struct *p, s32 prev, bool other_dies)
 {
-	const struct cpumask *idle;
-	u32 llc = llc_of(prev);
-	s32 cpu, found = -1;
+	const struct cpumask *idle, *die = llc_cpus(prev);
+	s32 cpu = -1, c;
 
 	idle = scx_bpf_get_idle_cpumask();
 	if (cpu_ok(prev) && bpf_cpumask_test_cpu(prev, idle) &&
 	    bpf_cpumask_test_cpu(prev, p->cpus_ptr)) {
-		found = prev;
+		cpu = prev;
 		goto out;
 	}
-	bpf_for(cpu, 0, nr_cpus) {
-		if (llc_of(cpu) != llc || !bpf_cpumask_test_cpu(cpu, idle) ||
-		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		found = cpu;
-		goto out;
+	if (die && bpf_cpumask_subset(die, p->cpus_ptr)) {
+		cpu = bpf_cpumask_any_and_distribute(die, idle);
+	} else if (die) {
+		/* A task kept from part of the die (rare): look CPU by CPU. */
+		bpf_for(c, 0, nr_cpus) {
+			if (bpf_cpumask_test_cpu(c, die) && bpf_cpumask_test_cpu(c, idle) &&
+			    bpf_cpumask_test_cpu(c, p->cpus_ptr)) {
+				cpu = c;
+				break;
+			}
+		}
 	}
-	if (!other_dies)
-		goto out;
-	bpf_for(cpu, 0, nr_cpus) {
-		if (!bpf_cpumask_test_cpu(cpu, idle) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-			continue;
-		found = cpu;
-		break;
-	}
+	if (!cpu_ok(cpu) && other_dies)
+		cpu = bpf_cpumask_any_and_distribute(idle, p->cpus_ptr);
 out:
 	scx_bpf_put_idle_cpumask(idle);
-	return found;
+	return cpu_ok(cpu) ? cpu : -1;
 }
 
 /* A free move timer of @waker's, taken; NULL if all are armed. */
@@ -1082,7 +1124,7 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 t0 = prof_start();
 	struct cpu_ctx *c = cpu_ctx(cpu);
-	u32 llc = llc_of(cpu), i;
+	u32 i;
 	s32 src, hint;
 
 	/* A warmer that waited for long runs first, for at most a tick: the
@@ -1108,14 +1150,22 @@ void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 		if (hint != cpu && pull_from(hint))
 			goto out;
 	}
-	bpf_for(i, 1, nr_cpus) {
-		src = (cpu + i) % nr_cpus;
-		if (llc_of(src) == llc && pull_from(src))
+	/* Among the queues that may hold work (a stale bit is cleared as it
+	 * is met), round-robin. A queue whose tasks may not run here stays
+	 * marked: the tries are bounded, and a CPU those tasks may use is
+	 * kicked when they are queued. */
+	bpf_for(i, 0, WC_PULL_TRIES) {
+		src = waiting_any(llc_cpus(cpu));
+		if (!cpu_ok(src))
+			break;
+		if (src != cpu && pull_from(src))
 			goto out;
 	}
-	bpf_for(i, 1, nr_cpus) {
-		src = (cpu + i) % nr_cpus;
-		if (llc_of(src) != llc && pull_from(src))
+	bpf_for(i, 0, WC_PULL_TRIES) {
+		src = waiting_any(NULL);
+		if (!cpu_ok(src))
+			break;
+		if (src != cpu && pull_from(src))
 			goto out;
 	}
 
@@ -1279,14 +1329,16 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 			scx_bpf_task_set_slice(p, 0);
 			goto out;
 		}
-		if (work_waiting()) {
-			bpf_for(i, 0, nr_cpus) {
-				if (scx_bpf_dsq_nr_queued(i) > 0) {
-					scx_bpf_task_set_slice(p, 0);
-					stat_add(WC_ST_WARM_PREEMPTED, 1);
-					break;
-				}
+		bpf_for(i, 0, WC_PULL_TRIES) {
+			nq = waiting_any(NULL);
+			if (!cpu_ok(nq))
+				break;
+			if (scx_bpf_dsq_nr_queued(nq) > 0) {
+				scx_bpf_task_set_slice(p, 0);
+				stat_add(WC_ST_WARM_PREEMPTED, 1);
+				break;
 			}
+			waiting_clear(nq);
 		}
 		goto out;
 	}
@@ -1381,6 +1433,31 @@ void BPF_STRUCT_OPS(wc_exit_task, struct task_struct *p, struct scx_exit_task_ar
 	}
 }
 
+/* Put @cpu in its die's mask (ops.init, sleepable). */
+static s32 llc_mask_add(s32 cpu)
+{
+	u32 key = llc_of(cpu);
+	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &key);
+	struct bpf_cpumask *mask;
+
+	if (!m)
+		return -ENOENT;
+	if (!m->mask) {
+		mask = bpf_cpumask_create();
+		if (!mask)
+			return -ENOMEM;
+		mask = bpf_kptr_xchg(&m->mask, mask);
+		if (mask)
+			bpf_cpumask_release(mask);
+	}
+	bpf_rcu_read_lock();
+	mask = m->mask;
+	if (mask)
+		bpf_cpumask_set_cpu(cpu, mask);
+	bpf_rcu_read_unlock();
+	return 0;
+}
+
 static int feed_timer_cb(void *map, int *key, struct feed_timer *ft)
 {
 	struct cpu_ctx *c;
@@ -1425,6 +1502,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		 * its SMT sibling's core at the top). */
 		if (freq_steer)
 			scx_bpf_cpuperf_set(cpu, 0);
+		err = llc_mask_add(cpu);
+		if (err)
+			return err;
 		if (policy == WC_POLICY_SMOVE) {
 			bpf_for(i, 0, WC_SMOVE_TIMERS) {
 				key = cpu * WC_SMOVE_TIMERS + i;
