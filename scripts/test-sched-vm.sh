@@ -81,9 +81,9 @@ run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us
 run_policy nest
 echo "QOS_AFTER_EXIT \$(qos)"
 # PM QoS values after kill -9: the next start restores them.
-# (Read while hogs run: a core its task left by exiting leaves the nest.)
+# (Read during a stress: a core its task left by exiting leaves the nest.)
 warmcore sched --policy nest > /dev/null 2>&1 & K=\$!
-sleep 2; warmcore vm workload hogs --n 4 --secs 6 > /dev/null & W=\$!
+sleep 2; warmcore vm workload mixed --secs 6 > /dev/null & W=\$!
 sleep 3; echo "QOS_HELD \$(qos)"
 kill -9 \$K; wait \$K 2>/dev/null; sleep 1
 echo "QOS_AFTER_KILL \$(qos)"
