@@ -180,18 +180,37 @@ struct {
 	__type(value, struct smove_timer);
 } smove_timers SEC(".maps");
 
-/* The CPUs of each die (last-level cache), by die id: searches within a die
- * are cpumask operations, not scans. */
-struct llc_mask {
+/* A cpumask in a map, created in ops.init. */
+struct mask_slot {
 	struct bpf_cpumask __kptr *mask;
 };
 
+/* The CPUs of each die (last-level cache), by die id: searches within a die
+ * are cpumask operations, not scans. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, WC_MAX_CPUS);
 	__type(key, u32);
-	__type(value, struct llc_mask);
+	__type(value, struct mask_slot);
 } llc_masks SEC(".maps");
+
+/* nest: by CPU c, the CPUs numbered c and above, so that a search visits a
+ * nest's members from its start CPU on (Nest, section 3.1) by taking those
+ * at or above it, then those below. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct mask_slot);
+} from_masks SEC(".maps");
+
+/* nest: two scratch masks per CPU (2c, 2c + 1), for the search it runs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * WC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct mask_slot);
+} scratch_masks SEC(".maps");
 
 /* nest: the warmers' watchdog feed timer. */
 struct feed_timer {
@@ -345,9 +364,17 @@ static __always_inline u32 llc_of(s32 cpu)
 static __always_inline const struct cpumask *llc_cpus(s32 cpu)
 {
 	u32 key = llc_of(cpu);
-	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &key);
+	struct mask_slot *m = bpf_map_lookup_elem(&llc_masks, &key);
 
 	return m ? (const struct cpumask *)m->mask : NULL;
+}
+
+/* The mask in @map at @key; NULL before init. */
+static __always_inline struct bpf_cpumask *mask_at(void *map, u32 key)
+{
+	struct mask_slot *m = bpf_map_lookup_elem(map, &key);
+
+	return m ? m->mask : NULL;
 }
 
 static __always_inline bool is_idle(s32 cpu)
@@ -737,57 +764,87 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 }
 
 /*
- * Search a nest for a usable core: from @start, @prev's die first (section
- * 3.1), then the other dies. A core whose warmer spins counts as idle, as
- * the paper's spinning idle loop does (section 3.2). In the primary nest,
- * cores unused for P_remove ticks are compacted as they are met (section
- * 3.1).
+ * Try the CPUs of @set in number order, taking them out of it: compact the
+ * primary nest's cores unused for P_remove ticks as they are met (section
+ * 3.1), claim the first usable one. A core whose warmer spins counts as
+ * idle, as the paper's spinning idle loop does (section 3.2).
+ */
+static __always_inline s32 nest_visit(struct bpf_cpumask *set, const struct cpumask *idle,
+				      bool is_primary, u64 now)
+{
+	struct bpf_cpumask *primary = primary_mask, *reserve = reserve_mask;
+	struct cpu_ctx *c;
+	s32 cpu;
+	u32 k;
+
+	bpf_for(k, 0, nr_cpus) {
+		cpu = bpf_cpumask_first((const struct cpumask *)set);
+		if (!cpu_ok(cpu))
+			break;
+		bpf_cpumask_clear_cpu(cpu, set);
+		c = cpu_ctx(cpu);
+		if (!c || !(bpf_cpumask_test_cpu(cpu, idle) || (nest_warm && c->warming)))
+			continue;
+		/* last_used may be newer than @now (set on another CPU since). */
+		if (is_primary && nest_compaction && !c->warming &&
+		    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns())) {
+			if (primary && reserve)
+				nest_demote(primary, reserve, cpu);
+			stat_add(WC_ST_NEST_COMPACTIONS, 1);
+			continue;
+		}
+		if (nest_claim_cpu(cpu))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * Search a nest for a usable core among its members only: @prev's die first
+ * (section 3.1), then the other dies; within each, from @start on.
  */
 static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_primary, u64 now)
 {
-	struct bpf_cpumask *primary, *reserve, *mask;
-	u32 llc = llc_of(prev), pass, i;
-	const struct cpumask *idle;
-	struct cpu_ctx *c;
-	s32 cpu, found = -1;
+	struct bpf_cpumask *primary, *reserve, *mask, *a, *b;
+	const struct cpumask *idle, *die, *from;
+	s32 here = bpf_get_smp_processor_id(), found = -1;
+	u32 pass;
 
 	idle = scx_bpf_get_idle_cpumask();
 	bpf_rcu_read_lock();
 	primary = primary_mask;
 	reserve = reserve_mask;
-	if (!primary || !reserve)
+	a = mask_at(&scratch_masks, 2 * (u32)here);
+	b = mask_at(&scratch_masks, 2 * (u32)here + 1);
+	die = llc_cpus(prev);
+	from = (const struct cpumask *)mask_at(&from_masks, start);
+	if (!primary || !reserve || !a || !b || !die || !from)
 		goto out;
 	mask = is_primary ? primary : reserve;
 	for (pass = 0; pass < 2; pass++) {
-		bpf_for(i, 0, nr_cpus) {
-			cpu = (start + i) % nr_cpus;
-			if (!bpf_cpumask_test_cpu(cpu, (const struct cpumask *)mask) ||
-			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-				continue;
-			if (nest_die_first && (pass == 0) != (llc_of(cpu) == llc))
-				continue;
-			if (!nest_die_first && pass == 1)
-				break;
-			c = cpu_ctx(cpu);
-			if (!c || !(bpf_cpumask_test_cpu(cpu, idle) || (nest_warm && c->warming)))
-				continue;
-			/* last_used may be newer than @now (set on another CPU since). */
-			if (is_primary && nest_compaction && !c->warming &&
-			    time_after(now, c->last_used + nest_p_remove_ticks * tick_ns())) {
-				nest_demote(primary, reserve, cpu);
-				stat_add(WC_ST_NEST_COMPACTIONS, 1);
-				continue;
-			}
-			if (nest_claim_cpu(cpu)) {
-				found = cpu;
-				goto claimed;
-			}
+		/* a: this pass's members the task may use. */
+		bpf_cpumask_and(a, (const struct cpumask *)mask, p->cpus_ptr);
+		if (nest_die_first) {
+			bpf_cpumask_and(b, (const struct cpumask *)a, die);
+			if (pass == 0)
+				bpf_cpumask_copy(a, (const struct cpumask *)b);
+			else
+				bpf_cpumask_xor(a, (const struct cpumask *)a, (const struct cpumask *)b);
+		} else if (pass == 1) {
+			break;
+		}
+		/* b: those from @start on, visited first; a: those below. */
+		bpf_cpumask_and(b, (const struct cpumask *)a, from);
+		bpf_cpumask_xor(a, (const struct cpumask *)a, (const struct cpumask *)b);
+		found = nest_visit(b, idle, is_primary, now);
+		if (found < 0)
+			found = nest_visit(a, idle, is_primary, now);
+		if (found >= 0) {
+			if (pass == 1)
+				stat_add(WC_ST_NEST_OTHER_DIE, 1);
+			break;
 		}
 	}
-	goto out;
-claimed:
-	if (pass == 1 && nest_die_first)
-		stat_add(WC_ST_NEST_OTHER_DIE, 1);
 out:
 	bpf_rcu_read_unlock();
 	scx_bpf_put_idle_cpumask(idle);
@@ -1433,25 +1490,49 @@ void BPF_STRUCT_OPS(wc_exit_task, struct task_struct *p, struct scx_exit_task_ar
 	}
 }
 
-/* Put @cpu in its die's mask (ops.init, sleepable). */
-static s32 llc_mask_add(s32 cpu)
+/* Create the mask of @map at @key if it has none (ops.init, sleepable). */
+static __always_inline s32 mask_create(void *map, u32 key)
 {
-	u32 key = llc_of(cpu);
-	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &key);
+	struct mask_slot *m = bpf_map_lookup_elem(map, &key);
 	struct bpf_cpumask *mask;
 
 	if (!m)
 		return -ENOENT;
-	if (!m->mask) {
-		mask = bpf_cpumask_create();
-		if (!mask)
-			return -ENOMEM;
-		mask = bpf_kptr_xchg(&m->mask, mask);
-		if (mask)
-			bpf_cpumask_release(mask);
-	}
+	if (m->mask)
+		return 0;
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	mask = bpf_kptr_xchg(&m->mask, mask);
+	if (mask)
+		bpf_cpumask_release(mask);
+	return 0;
+}
+
+/* Put @cpu in its die's mask, and fill from_masks[@cpu] from the one above
+ * it (called from the highest CPU down); create @cpu's scratch masks. */
+static s32 cpu_masks_init(s32 cpu)
+{
+	struct bpf_cpumask *mask, *above;
+	s32 err;
+
+	err = mask_create(&llc_masks, llc_of(cpu));
+	if (!err)
+		err = mask_create(&from_masks, cpu);
+	if (!err)
+		err = mask_create(&scratch_masks, 2 * (u32)cpu);
+	if (!err)
+		err = mask_create(&scratch_masks, 2 * (u32)cpu + 1);
+	if (err)
+		return err;
 	bpf_rcu_read_lock();
-	mask = m->mask;
+	mask = mask_at(&llc_masks, llc_of(cpu));
+	if (mask)
+		bpf_cpumask_set_cpu(cpu, mask);
+	mask = mask_at(&from_masks, cpu);
+	above = cpu + 1 < nr_cpus ? mask_at(&from_masks, cpu + 1) : NULL;
+	if (mask && above)
+		bpf_cpumask_copy(mask, (const struct cpumask *)above);
 	if (mask)
 		bpf_cpumask_set_cpu(cpu, mask);
 	bpf_rcu_read_unlock();
@@ -1502,7 +1583,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		 * its SMT sibling's core at the top). */
 		if (freq_steer)
 			scx_bpf_cpuperf_set(cpu, 0);
-		err = llc_mask_add(cpu);
+		err = cpu_masks_init(nr_cpus - 1 - cpu);
 		if (err)
 			return err;
 		if (policy == WC_POLICY_SMOVE) {
