@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/warmcore}
 SECS=${WC_TEST_SECS:-30}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.topo" "$out.wide"' EXIT
 
 read -r -d '' GUEST <<GUEST_EOF || true
 qos() { cat /sys/devices/system/cpu/cpu[0-9]*/power/pm_qos_resume_latency_us | tr '\n' ' '; }
@@ -83,7 +83,8 @@ echo "QOS_AFTER_EXIT \$(qos)"
 # PM QoS values after kill -9: the next start restores them.
 # (Read during a stress: a core its task left by exiting leaves the nest.)
 warmcore sched --policy nest > /dev/null 2>&1 & K=\$!
-sleep 2; warmcore vm workload mixed --secs 6 > /dev/null & W=\$!
+i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+warmcore vm workload mixed --secs 6 > /dev/null & W=\$!
 sleep 3; echo "QOS_HELD \$(qos)"
 kill -9 \$K; wait \$K 2>/dev/null; sleep 1
 echo "QOS_AFTER_KILL \$(qos)"
@@ -121,12 +122,45 @@ dmesg | grep -i -E "sched_ext|stall|watchdog" | sed "s/^/KMSG /"
 echo DONE
 GUEST_EOF
 
+# A second boot: two sockets, each a NUMA node with its own cache, and a CPU
+# present but offline (maxcpus=3). Nest with warmer threads (one made for the
+# offline CPU would stall) runs a stress; a fork/wait chain started on CPU 0
+# stays on its die (Nest, section 3.1).
+read -r -d '' TOPO <<TOPO_EOF || true
+echo "TOPO_CPUS \$(cat /sys/devices/system/cpu/online) \$(cat /sys/devices/system/cpu/present)"
+warmcore sched --policy nest --nest-warm threads --stats 2 > /tmp/t.stats 2> /tmp/t.err & S=\$!
+i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+warmcore vm workload mixed --secs 10 | sed "s/^/TOPO_MIXED /"
+taskset -c 0 sh -c 'taskset -p -c 0-2 \$\$ > /dev/null && exec warmcore vm workload chain --n 50 --work-us 2000' | sed "s/^/TOPO_CHAIN /"
+echo "TOPO_STATE \$(cat /sys/kernel/sched_ext/state)"
+kill -INT \$S; wait \$S; echo "TOPO_RC \$?"
+sed "s/^/TOPO_ERR /" /tmp/t.err
+echo DONE
+TOPO_EOF
+# A smoke run on more than 64 CPUs (the masks span several words).
+read -r -d '' WIDE <<WIDE_EOF || true
+echo "WIDE_CPUS \$(cat /sys/devices/system/cpu/online)"
+for P in default nest; do
+  warmcore sched --policy \$P --run-for 8 2> /tmp/w.err & S=\$!
+  sleep 2; warmcore vm workload mixed --secs 4 | sed "s/^/WIDE_MIXED \$P /"
+  wait \$S; echo "WIDE_RC \$P \$?"
+  sed "s/^/WIDE_ERR \$P /" /tmp/w.err
+done
+echo DONE
+WIDE_EOF
+
 echo "test-sched-vm: booting a 4-CPU VM, 4 policies x ${SECS} s of mixed stress"
 "$BIN" vm --cpus 4 --timeout 1200 -- sh -c "$GUEST" | tee "$out"
+echo "test-sched-vm: booting a 2-socket VM with a CPU present but offline"
+"$BIN" vm --cpus 4 --sockets 2 --append maxcpus=3 --timeout 600 -- sh -c "$TOPO" | tee "$out.topo"
+echo "test-sched-vm: booting a ${WIDE_CPUS:-72}-CPU VM"
+"$BIN" vm --cpus "${WIDE_CPUS:-72}" --mem 2048 --timeout 900 -- sh -c "$WIDE" | tee "$out.wide"
 
-python3 - "$out" <<'PY'
+python3 - "$out" "$out.topo" "$out.wide" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
+topo = open(sys.argv[2]).read().splitlines()
+wide = open(sys.argv[3]).read().splitlines()
 fail = []
 def get(tag, pol):
     for l in lines:
@@ -237,6 +271,33 @@ check(forks is not None and forks.isdigit() and int(forks) >= 50, f"record: the 
 check(val("REC_STATS_RC") == "0", "record: trace stats accepts the recording")
 check(val("REC_INT_RC") == "0" and info("REC_INT_INFO", "status") == "complete",
       f"record: SIGINT leaves a complete trace ({info('REC_INT_INFO', 'status')})")
+def tval(ls, tag):
+    for l in ls:
+        if l.startswith(tag + " "):
+            return l[len(tag) + 1:].strip()
+    return None
+check(tval(topo, "TOPO_CPUS") == "0-2 0-3", f"topology VM: CPUs 0-2 online of 0-3 present ({tval(topo, 'TOPO_CPUS')})")
+try:
+    tm = json.loads(tval(topo, "TOPO_MIXED") or "")
+except ValueError:
+    tm = None
+terr = [l for l in topo if l.startswith("TOPO_ERR ") and ("eject" in l or "EXIT" in l)]
+check(tm is not None and tm["failed"] == 0 and tval(topo, "TOPO_STATE") == "enabled" and tval(topo, "TOPO_RC") == "0" and not terr,
+      f"topology VM: nest with warmer threads runs the stress with a CPU offline, never ejected ({tm}, {terr})")
+try:
+    tc = json.loads(tval(topo, "TOPO_CHAIN") or "")
+except ValueError:
+    tc = None
+own = tc and sum(tc["per_cpu"][:2]) / max(1, sum(tc["per_cpu"]))
+check(tc is not None and own >= 0.9, f"topology VM: a fork/wait chain started on CPU 0 stays on its die ({own}, {tc})")
+for p in ["default", "nest"]:
+    try:
+        wm = json.loads(tval(wide, f"WIDE_MIXED {p}") or "")
+    except ValueError:
+        wm = None
+    werr = [l for l in wide if l.startswith(f"WIDE_ERR {p} ") and ("eject" in l or "EXIT" in l)]
+    check(tval(wide, f"WIDE_RC {p}") == "0" and wm is not None and wm["failed"] == 0 and not werr,
+          f"{tval(wide, 'WIDE_CPUS')} CPUs: {p} runs a short stress, never ejected ({wm}, {werr})")
 kmsg = [l for l in lines if l.startswith("KMSG ") and ("stall" in l or "error" in l.lower())]
 check(not kmsg, f"the watchdog never fired and the kernel reported no scheduler error ({kmsg})")
 print(f"test-sched-vm: {len(fail)} failures")

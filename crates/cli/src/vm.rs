@@ -39,6 +39,13 @@ struct RunArgs {
     /// Virtual CPUs.
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(1, 256))]
     cpus: u32,
+    /// Sockets, each a NUMA node with its own last-level cache (they share
+    /// --cpus and --mem evenly).
+    #[arg(long, default_value_t = 1, value_parser = warmcore_args::count::<u32>(1, 16))]
+    sockets: u32,
+    /// More kernel command-line parameters, e.g. "maxcpus=3".
+    #[arg(long, value_name = "PARAMS")]
+    append: Option<String>,
     /// Memory in MiB.
     #[arg(long, default_value_t = 1024, value_parser = warmcore_args::count::<u32>(128, 65536))]
     mem: u32,
@@ -80,6 +87,8 @@ impl From<RunArgs> for warmcore_vm::Options {
         warmcore_vm::Options {
             kernel: r.kernel,
             cpus: r.cpus,
+            sockets: r.sockets,
+            append: r.append,
             mem: r.mem,
             timeout: r.timeout,
             warmcore: r.warmcore,

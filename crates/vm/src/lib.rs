@@ -21,6 +21,11 @@ pub struct Options {
     pub kernel: String,
     /// Virtual CPUs.
     pub cpus: u32,
+    /// Sockets, each a NUMA node with its own last-level cache; `cpus`
+    /// divides among them.
+    pub sockets: u32,
+    /// More kernel command-line parameters (e.g. `maxcpus=3`).
+    pub append: Option<String>,
     /// Memory in MiB.
     pub mem: u32,
     /// Give up (and fail) after this long.
@@ -211,14 +216,32 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path)
     let initrd = initramfs(dir, kernel, warmcore, &r.command)?;
     let console = dir.join("console.log");
     let output = dir.join("output.log");
+    if r.sockets == 0 || r.cpus % r.sockets != 0 || r.mem % r.sockets != 0 {
+        bail!("--sockets {}: it must divide --cpus ({}) and --mem ({})", r.sockets, r.cpus, r.mem);
+    }
+    let smp = format!("{},sockets={},cores={},threads=1", r.cpus, r.sockets, r.cpus / r.sockets);
+    let mut numa: Vec<String> = vec![];
+    if r.sockets > 1 {
+        let per = r.mem / r.sockets;
+        for s in 0..r.sockets {
+            numa.extend(["-object".into(), format!("memory-backend-ram,id=m{s},size={per}M")]);
+            numa.extend(["-numa".into(), format!("node,nodeid={s},memdev=m{s}")]);
+            numa.extend(["-numa".into(), format!("cpu,node-id={s},socket-id={s}")]);
+        }
+    }
+    let append = match &r.append {
+        Some(a) => format!("console=ttyS0 quiet panic=-1 oops=panic {a}"),
+        None => "console=ttyS0 quiet panic=-1 oops=panic".to_string(),
+    };
     let mut child = Command::new(qemu)
-        .args(["-m", &r.mem.to_string(), "-smp", &r.cpus.to_string()])
+        .args(["-m", &r.mem.to_string(), "-smp", &smp])
+        .args(&numa)
         .args(["-cpu", "max", "-accel", "tcg,thread=single"])
         .arg("-kernel")
         .arg(kernel)
         .arg("-initrd")
         .arg(&initrd)
-        .args(["-append", "console=ttyS0 quiet panic=-1 oops=panic"])
+        .args(["-append", &append])
         .args(["-display", "none", "-no-reboot", "-monitor", "none", "-nodefaults"])
         .arg("-serial")
         .arg(format!("file:{}", console.display()))
