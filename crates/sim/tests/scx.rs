@@ -49,13 +49,24 @@ fn scx_slocal_starts_a_forked_child_on_its_parents_cpu() {
 /// sample; 20 ms later a task on CPU 0 forks a 1 ms child and then waits at
 /// once, or computes 6 ms first.
 fn ticked_then_fork(m: &Machine, parent_waits: bool) -> Workload {
+    ticked_then_forks(m, 1, parent_waits)
+}
+
+/// As `ticked_then_fork`, with `n` children forked 10 us apart.
+fn ticked_then_forks(m: &Machine, n: u64, parent_waits: bool) -> Workload {
     let mut w = Workload::new("ticked");
     let warm = w.add("warm", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
     for c in 1..m.nr_cpus {
         w.initial.push((warm, format!("warm{c}"), Some(c)));
     }
     let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
-    let mut steps = vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Sleep(Amount::fixed(20e6)), Step::Fork(child)];
+    let mut steps = vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Sleep(Amount::fixed(20e6))];
+    if n == 1 {
+        steps.push(Step::Fork(child));
+    } else {
+        let fork = w.add("fork", vec![Step::Fork(child), Step::Compute(Amount::work_us(10.0, 0.0))]);
+        steps.push(Step::Repeat(fork, n));
+    }
     if !parent_waits {
         steps.push(Step::Compute(Amount::fixed(6e6)));
     }
@@ -107,29 +118,6 @@ fn scx_smove_moves_the_child_d_after_the_fork_when_the_parent_keeps_running() {
     }
 }
 
-/// A parent on CPU 0, after every CPU ticked, forks `n` children 10 us
-/// apart and keeps computing.
-fn ticked_then_forks(m: &Machine, n: u64) -> Workload {
-    let mut w = Workload::new("ticked");
-    let warm = w.add("warm", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
-    for c in 1..m.nr_cpus {
-        w.initial.push((warm, format!("warm{c}"), Some(c)));
-    }
-    let child = w.add("child", vec![Step::Compute(Amount::fixed(3e6)), Step::Exit]);
-    let fork = w.add("fork", vec![Step::Fork(child), Step::Compute(Amount::work_us(10.0, 0.0))]);
-    let steps = vec![
-        Step::Compute(Amount::work_us(5000.0, 0.0)),
-        Step::Sleep(Amount::fixed(20e6)),
-        Step::Repeat(fork, n),
-        Step::Compute(Amount::fixed(6e6)),
-        Step::WaitAll,
-        Step::Exit,
-    ];
-    let main = w.add("main", steps);
-    w.initial.insert(0, (main, "main".into(), Some(0)));
-    w
-}
-
 #[test]
 fn scx_smove_gives_each_task_its_own_timer() {
     // One timer per waker CPU kept it busy for D: the forks after the
@@ -137,7 +125,7 @@ fn scx_smove_gives_each_task_its_own_timer() {
     for &name in MACHINES {
         let m = Machine::load(name).unwrap();
         let policy = format!("scx:smove:threshold_khz={},delay_us=200", m.max_khz());
-        let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_forks(&m, 4));
+        let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_forks(&m, 4, false));
         assert_eq!(stat(&out, "timers_busy"), 0, "{name}: {}", out.policy_stats);
         // (The parent's wake-ups may arm more, cancelled as it runs.)
         assert_eq!((stat(&out, "timers_fired"), stat(&out, "smove_moved")), (4, 4), "{name}: {}", out.policy_stats);
