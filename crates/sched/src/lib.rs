@@ -591,6 +591,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         ro.nest_r_max = opts.nest_r_max;
         ro.nest_r_impatient = opts.nest_r_impatient;
         ro.nest_s_max_ticks = opts.nest_s_max.max(1);
+        // SAFETY: sched_getcpu has no preconditions.
         ro.nest_reserve_start = unsafe { libc::sched_getcpu() }.max(0);
         ro.nest_attach = !opts.nest_no_attach;
         ro.nest_reserve = !opts.nest_no_reserve;
@@ -621,6 +622,7 @@ fn run_once(se: &Session) -> Result<Ended> {
     }
     // scx_ops_attach! attaches the struct_ops map by itself; left to the
     // skeleton's attach as well, libbpf would warn that it holds no link.
+    // SAFETY: the map pointer comes from the loaded skeleton, alive here.
     unsafe {
         libbpf_rs::libbpf_sys::bpf_map__set_autoattach(skel.maps.warmcore_ops.as_libbpf_object().as_ptr(), false);
     }

@@ -141,11 +141,14 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
         .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
         .context("reading the statistics map")?
         .unwrap_or_default();
+    // SAFETY: wc_cpu_stats is plain integers, for which zero is valid.
     let mut sum: intf::wc_cpu_stats = unsafe { std::mem::zeroed() };
     for v in &vals {
         if v.len() < std::mem::size_of::<intf::wc_cpu_stats>() {
             continue;
         }
+        // SAFETY: v holds at least one wc_cpu_stats (checked above), plain
+        // integers, read without an alignment assumption.
         let s: intf::wc_cpu_stats = unsafe { std::ptr::read_unaligned(v.as_ptr() as *const _) };
         for i in 0..sum.cnt.len() {
             sum.cnt[i] += s.cnt[i];

@@ -1431,6 +1431,7 @@ impl Policy for ScxPolicy {
         }
         self.k.told_idle[c] = idle;
         if self.update_idle {
+            // SAFETY: the program is attached; the CPU is valid.
             self.call(sim, cpu, Context::Other, |f| unsafe { (f.update_idle)(cpu as c_int, idle as u32) });
         }
     }
