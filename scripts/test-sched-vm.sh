@@ -100,6 +100,8 @@ echo 0 > /sys/devices/system/cpu/cpu3/online; sleep 2
 warmcore vm workload forkcpu --n 20 > /dev/null; sleep 6
 echo 1 > /sys/devices/system/cpu/cpu3/online; sleep 2
 warmcore vm workload forkcpu --n 20 > /dev/null
+# (CPU 3's return stopped the scheduler again: let the restart attach.)
+i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
 echo "HOTPLUG_STATE \$(cat /sys/kernel/sched_ext/state)"
 kill -INT \$H; wait \$H; echo "HOTPLUG_RC \$?"
 sed "s/^/HOTPLUG_ERR /" /tmp/hp.err

@@ -192,6 +192,8 @@ fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest", fork_wait_chain(100));
         let pmqos = workload_cpus(&evs, &[]);
         assert!(pmqos.len() <= 2, "{name}: with PM QoS, the chain ran on {pmqos:?}");
+        // On the die of the CPU it started on (section 3.1: the die first).
+        assert!(pmqos.iter().chain(&nest).all(|&c| m.cpu_die[c as usize] == m.cpu_die[0]), "{name}: {pmqos:?} {nest:?}");
         // configure's nested fork/wait chains: a quarter of the default's
         // CPUs at most.
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest:warm=threads", wl("configure:checks=40", &m));

@@ -881,11 +881,13 @@ static void fork_hint_set(struct task_struct *p, s32 start, s32 cpu, s32 busy)
 	ptctx->fork_hint = cpu;
 }
 
-/* @h is a usable core of either nest for a child forked on @start; claimed. */
+/* @h is a usable core of either nest for a child forked on @start, on
+ * @start's die (the die comes first, section 3.1); claimed. */
 static bool nest_hint_ok(struct task_struct *p, s32 h, s32 start,
 			 struct bpf_cpumask *primary, struct bpf_cpumask *reserve)
 {
 	return cpu_ok(h) && h != start && bpf_cpumask_test_cpu(h, p->cpus_ptr) &&
+	       (!nest_die_first || llc_of(h) == llc_of(start)) &&
 	       (bpf_cpumask_test_cpu(h, (const struct cpumask *)primary) ||
 		bpf_cpumask_test_cpu(h, (const struct cpumask *)reserve)) &&
 	       nest_usable(h) && nest_claim_cpu(h);
