@@ -637,7 +637,8 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
         note.push_str(
             " Without the reserve nest the model's loss is several times the paper's: the placements the reserve nest \
              took go to the fair class instead (the fallbacks above), and the tasks placed there wait longer before \
-             they run (the waiting time and wake-up latency above); on the E7 they also run on slow cores.",
+             they run: their cores leave deeper idle states (the wake-up latency above), though no task waits \
+             behind another while a CPU idles (the waiting time above); on the E7 they also run on slow cores.",
         );
     }
     if !spin_ok {
