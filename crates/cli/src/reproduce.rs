@@ -42,7 +42,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let w = reproduce(&opts).map_err(anyhow::Error::msg)?;
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {
-        println!("claim {} {}: {}", c.id, if c.reproduced { "reproduced" } else { "NOT reproduced" }, c.sim_value);
+        println!("claim {} {}: {}", c.id, c.grade.label(), c.sim_value);
     }
     println!(
         "{yes} of {} claims reproduced; report in {}",

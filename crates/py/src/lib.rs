@@ -251,7 +251,8 @@ impl PyTrace {
     /// with `start <= ts < end` (absolute ns), as a pyarrow.RecordBatch with
     /// columns ts, cpu, pid, id, a, b. `order="cpu"` gives each CPU's events
     /// in time order, CPU after CPU (the fastest); `order="time"` merges them
-    /// into global time order, ties broken by CPU.
+    /// into global time order, ties in the order they happened where the
+    /// trace keeps it (simulated traces), by CPU otherwise.
     #[pyo3(signature = (cpus=None, events=None, start=None, end=None, order="cpu"))]
     fn read<'py>(
         &self,

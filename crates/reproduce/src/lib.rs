@@ -55,12 +55,80 @@ pub struct RunSpec {
     pub trace: bool,
 }
 
+/// How far a claim holds in the simulator (`GRADING` states the rule).
+/// Ordered from the worst: a claim's grade is the worst of its parts'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Grade {
+    #[serde(rename = "not reproduced")]
+    NotReproduced,
+    #[serde(rename = "direction only")]
+    DirectionOnly,
+    /// The check had nothing to judge (the policy never acted, or made the
+    /// same decisions as its baseline).
+    #[serde(rename = "not tested")]
+    NotTested,
+    #[serde(rename = "reproduced")]
+    Reproduced,
+}
+
+impl Grade {
+    pub fn label(self) -> &'static str {
+        match self {
+            Grade::NotReproduced => "not reproduced",
+            Grade::DirectionOnly => "direction only",
+            Grade::NotTested => "not tested",
+            Grade::Reproduced => "reproduced",
+        }
+    }
+
+    /// A part with the paper's direction or not, and, when it has it, the
+    /// paper's magnitude or not.
+    pub fn of(direction: bool, magnitude: bool) -> Grade {
+        match (direction, magnitude) {
+            (false, _) => Grade::NotReproduced,
+            (true, false) => Grade::DirectionOnly,
+            (true, true) => Grade::Reproduced,
+        }
+    }
+
+    /// The grade of a claim from its parts'.
+    pub fn worst(parts: impl IntoIterator<Item = Grade>) -> Grade {
+        parts.into_iter().min().unwrap_or(Grade::NotTested)
+    }
+}
+
+/// A simulated magnitude "within a factor of 1.5" of a paper's single
+/// figure: same sign, and at most 1.5 times larger or smaller.
+pub const MAGNITUDE_FACTOR: f64 = 1.5;
+
+pub fn near(sim: f64, paper: f64) -> bool {
+    let r = sim / paper;
+    r.is_finite() && (1.0 / MAGNITUDE_FACTOR..=MAGNITUDE_FACTOR).contains(&r)
+}
+
+/// The rule, as report.md states it before any result.
+pub const GRADING: &str = "Each claim gets one of four grades. **reproduced**: the simulated effect has the paper's \
+direction (beyond the papers' own +-5 % \"on par\" band, or the bound the claim states) and a magnitude inside the \
+paper's stated range, or within a factor of 1.5 of its single figure. **direction only**: the direction holds, the \
+magnitude does not. **not reproduced**: the direction does not hold. **not tested**: the check had nothing to judge \
+(the policy never acted, or made exactly the decisions of the policy it is compared with); the note says why. A claim \
+with several parts gets the worst of their grades, in the order not reproduced, direction only, not tested, \
+reproduced. `reproduced` in claims.json is true for the first grade only. Magnitudes are reported, never tuned for.";
+
 /// What a check concludes.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Outcome {
     pub sim_value: String,
+    pub grade: Grade,
+    /// `grade == Reproduced`.
     pub reproduced: bool,
     pub note: String,
+}
+
+impl Outcome {
+    pub fn new(sim_value: String, grade: Grade, note: String) -> Outcome {
+        Outcome { sim_value, grade, reproduced: grade == Grade::Reproduced, note }
+    }
 }
 
 /// A claim of a paper, its runs and its check.
@@ -89,7 +157,7 @@ impl Claim {
     pub fn evaluate(&self, r: &Results, s: &Setup) -> Outcome {
         match (self.check)(r, s) {
             Ok(o) => o,
-            Err(why) => Outcome { sim_value: "n/a".into(), reproduced: false, note: why },
+            Err(why) => Outcome::new("n/a".into(), Grade::NotReproduced, why),
         }
     }
 }
@@ -369,6 +437,8 @@ pub struct ClaimResult {
     pub claim: String,
     pub paper_value: String,
     pub sim_value: String,
+    pub grade: Grade,
+    /// True for the grade "reproduced" only.
     pub reproduced: bool,
     pub note: String,
 }
@@ -451,6 +521,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
                 claim: c.claim.into(),
                 paper_value: c.paper_value.into(),
                 sim_value: o.sim_value,
+                grade: o.grade,
                 reproduced: o.reproduced,
                 note: o.note,
             }
@@ -601,13 +672,19 @@ fn report_md(
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# warmcore reproduce{}\n", if opts.quick { " --quick" } else { "" });
+    let _ = writeln!(s, "{GRADING}\n");
+    let count = |g: Grade| res.iter().filter(|r| r.grade == g).count();
     let _ = writeln!(
         s,
-        "The papers' claims, re-run in warmcore's simulator on the modelled machines. {} runs in {:.1} s of wall time. \
-         A claim counts as reproduced when the simulated effect has the paper's direction beyond the papers' own \
-         +-5 % \"on par\" band (or the bound stated in its note); magnitudes are compared in the table, not tuned.\n",
+        "The papers' claims, re-run in warmcore's simulator on the modelled machines: {} runs in {:.1} s of wall time. \
+         Of {} claims, {} reproduced, {} direction only, {} not reproduced, {} not tested.\n",
         results.done.len(),
-        wall
+        wall,
+        res.len(),
+        count(Grade::Reproduced),
+        count(Grade::DirectionOnly),
+        count(Grade::NotReproduced),
+        count(Grade::NotTested),
     );
     let _ = writeln!(
         s,
@@ -622,7 +699,7 @@ fn report_md(
          running the program is asked for its top frequency, since the program sets no performance target \
          (docs/sched-ext-in-the-simulator.md).\n"
     );
-    let _ = writeln!(s, "| id | claim | paper | simulator | reproduced |");
+    let _ = writeln!(s, "| id | claim | paper | simulator | grade |");
     let _ = writeln!(s, "|---|---|---|---|---|");
     for r in res {
         let _ = writeln!(
@@ -632,7 +709,7 @@ fn report_md(
             md_cell(&r.claim),
             md_cell(&r.paper_value),
             md_cell(&r.sim_value),
-            if r.reproduced { "yes" } else { "**no**" }
+            if r.reproduced { r.grade.label().to_string() } else { format!("**{}**", r.grade.label()) }
         );
     }
     for (id, why) in skipped {
@@ -649,9 +726,9 @@ fn report_md(
         let _ = writeln!(s, "Source: {}. Paper: {}.\n", c.source, c.paper_value);
         let _ = writeln!(
             s,
-            "Simulator: {}. Reproduced: {}.\n\n{}\n",
+            "Simulator: {}. Grade: {}.\n\n{}\n",
             r.sim_value,
-            if r.reproduced { "yes" } else { "no" },
+            r.grade.label(),
             r.note
         );
         let cells: BTreeSet<&Cell> = c.runs.iter().map(|r| &r.cell).collect();

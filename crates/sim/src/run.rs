@@ -85,40 +85,20 @@ pub struct RunReport {
 }
 
 /// Feeds every event to the shared trace analysis and, when asked, to a
-/// trace file. Events of one nanosecond are handed on ordered by CPU (stable),
-/// the order in which a reader gives them back from the file, so that the
-/// report and `warmcore trace stats` on the file see the same sequence.
+/// trace file that keeps the order in which they happened within one
+/// nanosecond (`Writer::keep_push_order`), so that the report and
+/// `warmcore trace stats` on the file see the same sequence: the engine's.
 struct StatsSink {
     writer: Option<Writer<File>>,
     analyzer: Analyzer,
-    pending: Vec<CpuEvent>,
-    pending_ts: u64,
-}
-
-impl StatsSink {
-    fn flush(&mut self) -> Result<(), String> {
-        // Usually already in CPU order.
-        if !self.pending.is_sorted_by_key(|e| e.cpu) {
-            self.pending.sort_by_key(|e| e.cpu);
-        }
-        for e in &self.pending {
-            self.analyzer.push(e);
-            if let Some(w) = &mut self.writer {
-                w.push(e.cpu, e.ev).map_err(|e| e.to_string())?;
-            }
-        }
-        self.pending.clear();
-        Ok(())
-    }
 }
 
 impl Sink for StatsSink {
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        if ev.ts != self.pending_ts {
-            self.flush()?;
-            self.pending_ts = ev.ts;
+        self.analyzer.push(&CpuEvent { cpu, ev });
+        if let Some(w) = &mut self.writer {
+            w.push(cpu, ev).map_err(|e| e.to_string())?;
         }
-        self.pending.push(CpuEvent { cpu, ev });
         Ok(())
     }
     fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
@@ -131,7 +111,6 @@ impl Sink for StatsSink {
         }
     }
     fn finish(mut self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
-        self.flush()?;
         if let Some(w) = self.writer.take() {
             w.finish().map_err(|e| e.to_string())?;
         }
@@ -205,12 +184,16 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     };
     let writer = match &cfg.trace {
         Some(path) => {
-            Some(Writer::create(path, &header, WriterOptions::default()).map_err(|e| SimError::Output(e.to_string()))?)
+            Some(
+                Writer::create(path, &header, WriterOptions::default())
+                    .map_err(|e| SimError::Output(e.to_string()))?
+                    .keep_push_order(),
+            )
         }
         None => None,
     };
     let sink: Box<dyn Sink> =
-        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header), pending: Vec::new(), pending_ts: 0 });
+        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header) });
     let mname = machine.spec.name.clone();
     let mut engine = Engine::new(machine, governor, policy, workload, cfg.seed, sink)?;
     let out = engine.run(cfg.limits)?;

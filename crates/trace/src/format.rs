@@ -7,7 +7,10 @@
 //! header    JSON       meta::Header, padded to 8 bytes
 //! blocks    ...        each: a 40-byte block header, then its payload padded
 //!                      to 8 bytes. EVENTS blocks hold one CPU's records in
-//!                      time order; PROCESSES blocks hold 40-byte process
+//!                      time order, then, if the block's RANKS flag is set,
+//!                      one u32 per record: its rank among the trace's
+//!                      records of the same timestamp, on any CPU, in the
+//!                      order they happened; PROCESSES blocks hold 40-byte process
 //!                      records (later ones for a pid refine earlier ones);
 //!                      one SUMMARY block (lost counts) is written at the end.
 //! index     block      INDEX: one IndexEntry per block above
@@ -18,12 +21,22 @@
 //! torn write from data. A file without a valid trailer (its writer was killed)
 //! is read by walking the blocks from the start up to the last complete one.
 //! All integers are little-endian.
+//!
+//! Ranks exist because a record does not say which CPU's event came first
+//! within one nanosecond, and the simulator makes many events at one
+//! instant: a task woken on one CPU and switched in on another at the same
+//! time must be read in that order. A writer fed in global time order (the
+//! simulator) stores them; one fed per CPU (the recorder) cannot know them,
+//! and its readers get ties by CPU number. Version 1 files have no ranks.
 
 use bytemuck::{Pod, Zeroable};
 
 pub const MAGIC: [u8; 8] = *b"WCTRACE\0";
 pub const TRAILER_MAGIC: [u8; 8] = *b"WCTINDEX";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest version this reader accepts: version 1 is version 2 without
+/// the RANKS flag.
+pub const MIN_VERSION: u32 = 1;
 pub const PRELUDE_SIZE: usize = 24;
 pub const TRAILER_SIZE: usize = 16;
 pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"WBLK");
@@ -33,6 +46,12 @@ pub mod kind {
     pub const PROCESSES: u8 = 2;
     pub const SUMMARY: u8 = 3;
     pub const INDEX: u8 = 4;
+}
+
+/// Bits of `BlockHeader::flags`.
+pub mod block_flags {
+    /// An EVENTS block's records are followed by their ranks (u32 each).
+    pub const RANKS: u16 = 1;
 }
 
 pub mod codec {
@@ -46,13 +65,15 @@ pub struct BlockHeader {
     pub magic: u32,
     pub kind: u8,
     pub codec: u8,
-    pub reserved: u16,
+    /// `block_flags`; 0 in version 1.
+    pub flags: u16,
     pub cpu: u32,
     /// Records in the payload (events, processes); 0 for JSON payloads.
     pub count: u32,
     pub t_first: u64,
     pub t_last: u64,
-    /// Payload length on disk, before padding.
+    /// Payload length on disk, before padding (of the compressed bytes for
+    /// zstd: records and ranks are compressed together).
     pub len: u32,
     pub crc: u32,
 }
@@ -89,6 +110,11 @@ pub struct Summary {
     /// Events each CPU could not record.
     pub lost: Vec<u64>,
     pub events: u64,
+}
+
+/// Bytes per record in an EVENTS block with these flags.
+pub fn record_size(flags: u16) -> usize {
+    crate::event::EVENT_SIZE + if flags & block_flags::RANKS != 0 { 4 } else { 0 }
 }
 
 pub fn pad8(n: usize) -> usize {

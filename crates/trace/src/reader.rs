@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::event::{CpuEvent, Event, EVENT_SIZE};
-use crate::format::{self, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary, BLOCK_HEADER_SIZE, PROC_RECORD_SIZE};
+use crate::format::{self, block_flags, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary, BLOCK_HEADER_SIZE, PROC_RECORD_SIZE};
 use crate::meta::{Header, Process};
 
 /// The most events a chunk may claim: a bound on what a corrupt file can make
@@ -46,6 +46,8 @@ pub struct ChunkRef {
     pub crc: u32,
     pub t_first: u64,
     pub t_last: u64,
+    /// `format::block_flags`: whether the records carry their ranks.
+    pub flags: u16,
 }
 
 /// A half-open time window [from, to) in ns; `to == u64::MAX` means no end,
@@ -118,8 +120,8 @@ impl Trace {
             return Err(err(0, format!("expected a .wct prelude of {} bytes, the file has {}: it is truncated", format::PRELUDE_SIZE, b.len())));
         }
         let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
-        if version != format::VERSION {
-            return Err(err(8, format!("expected format version {}, found {version}: use a matching warmcore", format::VERSION)));
+        if !(format::MIN_VERSION..=format::VERSION).contains(&version) {
+            return Err(err(8, format!("expected format version {} to {}, found {version}: use a matching warmcore", format::MIN_VERSION, format::VERSION)));
         }
         let hlen = u32::from_le_bytes(b[16..20].try_into().unwrap()) as usize;
         let hend = format::PRELUDE_SIZE + hlen;
@@ -194,8 +196,12 @@ impl Trace {
                     if h.count == 0 || h.count > MAX_CHUNK_EVENTS || h.t_first > h.t_last {
                         return Err(err(off, format!("expected a chunk of 1 to {MAX_CHUNK_EVENTS} events in time order")));
                     }
-                    if h.codec == codec::RAW && h.len as usize != h.count as usize * EVENT_SIZE {
-                        return Err(err(off, format!("expected {} bytes for {} raw events, found {}", h.count as usize * EVENT_SIZE, h.count, h.len)));
+                    if h.flags & !block_flags::RANKS != 0 {
+                        return Err(err(off + 6, format!("expected block flags 0 or {}, found {}", block_flags::RANKS, h.flags)));
+                    }
+                    let size = format::record_size(h.flags);
+                    if h.codec == codec::RAW && h.len as usize != h.count as usize * size {
+                        return Err(err(off, format!("expected {} bytes for {} raw events, found {}", h.count as usize * size, h.count, h.len)));
                     }
                     if h.codec > codec::ZSTD {
                         return Err(err(off + 5, format!("expected codec 0 (raw) or 1 (zstd), found {}", h.codec)));
@@ -206,7 +212,7 @@ impl Trace {
                             return Err(err(off, format!("expected CPU {cpu}'s chunks in time order")));
                         }
                     }
-                    list.push(ChunkRef { offset: off as u64, codec: h.codec, count: h.count, len: h.len, crc: h.crc, t_first: h.t_first, t_last: h.t_last });
+                    list.push(ChunkRef { offset: off as u64, codec: h.codec, count: h.count, len: h.len, crc: h.crc, t_first: h.t_first, t_last: h.t_last, flags: h.flags });
                 }
                 kind::PROCESSES => {
                     if !(h.len as usize).is_multiple_of(PROC_RECORD_SIZE) {
@@ -333,25 +339,41 @@ impl Trace {
     /// The events of one chunk: borrowed from the map when stored raw and
     /// aligned, decompressed otherwise. The checksum is verified.
     pub fn load_chunk(&self, c: &ChunkRef) -> Result<Cow<'_, [Event]>> {
+        Ok(self.load_ranked(c)?.0)
+    }
+
+    /// The events of one chunk and their ranks (empty if the chunk has none).
+    pub fn load_ranked(&self, c: &ChunkRef) -> Result<(Cow<'_, [Event]>, Cow<'_, [u32]>)> {
         let start = c.offset as usize + BLOCK_HEADER_SIZE;
         let payload = &self.bytes[start..start + c.len as usize];
         if crc32fast::hash(payload) != c.crc {
             return Err(TraceError::at_offset(&self.path, start as u64, "expected the chunk's checksum to match: the data is corrupt"));
         }
+        let n_ev = c.count as usize * EVENT_SIZE;
+        fn split<'b>(raw: &'b [u8], n_ev: usize) -> (Cow<'b, [Event]>, Cow<'b, [u32]>) {
+            let (evs, ranks) = raw.split_at(n_ev);
+            let evs = match bytemuck::try_cast_slice::<u8, Event>(evs) {
+                Ok(e) => Cow::Borrowed(e),
+                Err(_) => Cow::Owned(evs.chunks_exact(EVENT_SIZE).map(bytemuck::pod_read_unaligned).collect()),
+            };
+            let ranks = match bytemuck::try_cast_slice::<u8, u32>(ranks) {
+                Ok(r) => Cow::Borrowed(r),
+                Err(_) => Cow::Owned(ranks.chunks_exact(4).map(bytemuck::pod_read_unaligned).collect()),
+            };
+            (evs, ranks)
+        }
         match c.codec {
-            codec::RAW => match bytemuck::try_cast_slice::<u8, Event>(payload) {
-                Ok(evs) => Ok(Cow::Borrowed(evs)),
-                Err(_) => Ok(Cow::Owned(payload.chunks_exact(EVENT_SIZE).map(bytemuck::pod_read_unaligned).collect())),
-            },
+            codec::RAW => Ok(split(payload, n_ev)),
             _ => {
-                let want = c.count as usize * EVENT_SIZE;
+                let want = c.count as usize * format::record_size(c.flags);
                 let raw = zstd::bulk::decompress(payload, want).map_err(|e| {
                     TraceError::at_offset(&self.path, start as u64, format!("expected a zstd chunk: {e}"))
                 })?;
                 if raw.len() != want {
                     return Err(TraceError::at_offset(&self.path, start as u64, format!("expected {want} bytes after decompression, found {}", raw.len())));
                 }
-                Ok(Cow::Owned(raw.chunks_exact(EVENT_SIZE).map(bytemuck::pod_read_unaligned).collect()))
+                let (evs, ranks) = split(&raw, n_ev);
+                Ok((Cow::Owned(evs.into_owned()), Cow::Owned(ranks.into_owned())))
             }
         }
     }
@@ -377,11 +399,23 @@ impl Trace {
     pub fn cpu_events(&self, cpu: u32, w: Window) -> CpuEvents<'_> {
         let chunks = self.chunks(cpu);
         let first = chunks.partition_point(|c| c.t_last < w.from);
-        CpuEvents { trace: self, cpu, w, chunks, next_chunk: first, cur: Cow::Borrowed(&[]), pos: 0, failed: false }
+        CpuEvents {
+            trace: self,
+            cpu,
+            w,
+            chunks,
+            next_chunk: first,
+            cur: Cow::Borrowed(&[]),
+            cur_ranks: Cow::Borrowed(&[]),
+            pos: 0,
+            failed: false,
+        }
     }
 
     /// The events of `cpus` (all CPUs if None) in `w`, in global time order;
-    /// ties are broken by CPU number.
+    /// events of the same time come in the order they happened where the
+    /// file keeps it (ranks), by CPU number otherwise, each CPU's in its
+    /// stream's order.
     pub fn events(&self, cpus: Option<&[u32]>, w: Window) -> Merged<'_> {
         let list: Vec<u32> = match cpus {
             Some(c) => c.iter().copied().filter(|&c| c < self.nr_cpus()).collect(),
@@ -390,9 +424,9 @@ impl Trace {
         let mut m = Merged { streams: Vec::new(), heap: BinaryHeap::new(), pending_err: None };
         for cpu in list {
             let mut s = self.cpu_events(cpu, w);
-            match s.next() {
-                Some(Ok(ev)) => {
-                    m.heap.push(Reverse((ev.ts, cpu, m.streams.len())));
+            match s.next_ranked() {
+                Some(Ok((ev, rank))) => {
+                    m.heap.push(Reverse((ev.ts, rank, cpu, m.streams.len())));
                     m.streams.push((s, ev));
                 }
                 Some(Err(e)) => {
@@ -412,6 +446,8 @@ pub struct CpuEvents<'a> {
     chunks: &'a [ChunkRef],
     next_chunk: usize,
     cur: Cow<'a, [Event]>,
+    /// The ranks of `cur`, empty if its chunk has none.
+    cur_ranks: Cow<'a, [u32]>,
     pos: usize,
     failed: bool,
 }
@@ -420,24 +456,24 @@ impl CpuEvents<'_> {
     pub fn cpu(&self) -> u32 {
         self.cpu
     }
-}
 
-impl Iterator for CpuEvents<'_> {
-    type Item = Result<Event>;
-
+    /// The next event and its rank among the trace's events of its time
+    /// (0 where the file has no ranks).
     #[inline]
-    fn next(&mut self) -> Option<Result<Event>> {
+    pub fn next_ranked(&mut self) -> Option<Result<(Event, u32)>> {
         loop {
             if let Some(ev) = self.cur.get(self.pos) {
                 if self.w.ends_before(ev.ts) {
                     return None;
                 }
+                let rank = self.cur_ranks.get(self.pos).copied().unwrap_or(0);
                 self.pos += 1;
-                return Some(Ok(*ev));
+                return Some(Ok((*ev, rank)));
             }
             if self.next_chunk > 0 && !self.cur.is_empty() {
                 self.trace.release(&self.chunks[self.next_chunk - 1]);
                 self.cur = Cow::Borrowed(&[]);
+                self.cur_ranks = Cow::Borrowed(&[]);
             }
             if self.failed || self.next_chunk >= self.chunks.len() {
                 return None;
@@ -447,10 +483,11 @@ impl Iterator for CpuEvents<'_> {
             if self.w.ends_before(c.t_first) {
                 return None;
             }
-            match self.trace.load_chunk(&c) {
-                Ok(evs) => {
+            match self.trace.load_ranked(&c) {
+                Ok((evs, ranks)) => {
                     self.pos = evs.partition_point(|e| e.ts < self.w.from);
                     self.cur = evs;
+                    self.cur_ranks = ranks;
                 }
                 Err(e) => {
                     self.failed = true;
@@ -461,10 +498,19 @@ impl Iterator for CpuEvents<'_> {
     }
 }
 
-/// A k-way merge of per-CPU streams.
+impl Iterator for CpuEvents<'_> {
+    type Item = Result<Event>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Result<Event>> {
+        self.next_ranked().map(|r| r.map(|(ev, _)| ev))
+    }
+}
+
+/// A k-way merge of per-CPU streams, by (time, rank, CPU).
 pub struct Merged<'a> {
     streams: Vec<(CpuEvents<'a>, Event)>,
-    heap: BinaryHeap<Reverse<(u64, u32, usize)>>,
+    heap: BinaryHeap<Reverse<(u64, u32, u32, usize)>>,
     pending_err: Option<TraceError>,
 }
 
@@ -479,13 +525,13 @@ impl Iterator for Merged<'_> {
         // Replace the top in place: one sift-down per event instead of a pop
         // and a push, which matters with a hundred or more CPUs.
         let mut top = self.heap.peek_mut()?;
-        let Reverse((_, cpu, i)) = *top;
+        let Reverse((_, _, cpu, i)) = *top;
         let (stream, ev) = &mut self.streams[i];
         let out = CpuEvent { cpu, ev: *ev };
-        match stream.next() {
-            Some(Ok(next)) => {
+        match stream.next_ranked() {
+            Some(Ok((next, rank))) => {
                 *ev = next;
-                *top = Reverse((next.ts, cpu, i));
+                *top = Reverse((next.ts, rank, cpu, i));
             }
             Some(Err(e)) => {
                 PeekMut::pop(top);

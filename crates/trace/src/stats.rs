@@ -28,11 +28,26 @@
 //!   without a recorded switch most likely is).
 //! * **Frequency** of a CPU: piecewise constant, set by FREQ_CHANGE and by
 //!   TICK with a non-zero frequency; unknown before the CPU's first sample.
-//! * **Order**: events are taken in the order given. A file keeps no order
-//!   between events of different CPUs at the same nanosecond (the reader
-//!   gives them by CPU number), so a producer that feeds the analyzer
-//!   directly may see slightly different figures from the file's when it
-//!   writes such ties in another order.
+//! * **Order**: events are taken in the order given. A file keeps the order
+//!   in which events of one nanosecond happened when its writer knew it (the
+//!   simulator's traces); otherwise the reader gives such ties by CPU
+//!   number, which can put a task's CTX_SWITCH on one CPU before the WAKEUP
+//!   that a task on another CPU made at the same time. Two such inversions
+//!   are recognised so that no task is counted twice: a WAKEUP at the time
+//!   of a switch-in that found the task not runnable is that switch-in's
+//!   wake-up (counted, latency 0, the task's state left alone); a switch-out
+//!   on a CPU of a task already running on another CPU is stale (the CPU
+//!   changes, the task does not).
+//! * **Instants**: overload and work conservation take the state at the end
+//!   of each instant (after every event of one timestamp), so that a task
+//!   queued behind one that leaves at the same time (the simulator's
+//!   hand-offs, whose operations take no time) stacks nothing, whatever the
+//!   order of the instant's events; the engine's own run-queue sizes agree.
+//!   Underload's "most tasks runnable at once" is taken after every event:
+//!   a task that wakes another and then blocks or exits counts as runnable
+//!   with it, as in a kernel, where the waker is still on its CPU for the
+//!   microseconds of its exit or block path (the overlap of a fork/wait
+//!   chain's hand-off, Nest, section 5.2).
 //!
 //! The other measures are documented on the items that compute them:
 //! [`Stats::underload_per_s`], [`Stats::overload_per_s`],
@@ -137,8 +152,8 @@ pub struct Stats {
     /// formula; here the overload at an instant is the number of runnable
     /// tasks beyond one per CPU, summed over the CPUs that have any (a CPU
     /// running one task with two waiting adds 2; a task waiting on an idle
-    /// CPU adds 0). The overload of an interval is its largest value in the
-    /// interval, and the sum over the intervals is divided by the duration
+    /// CPU adds 0), taken at the end of each instant (module docs). The
+    /// overload of an interval is its largest value in the interval, and the sum over the intervals is divided by the duration
     /// in seconds, exactly as for underload.
     pub overload_per_s: f64,
     /// MIGRATE events.
@@ -313,6 +328,11 @@ pub struct Analyzer {
     inv_count: u64,
     inv_ns: u64,
 
+    /// Tasks switched in at `unwoken_ts` while not runnable: a WAKEUP of
+    /// one of them at that time is its late-read wake-up (module docs, Order).
+    unwoken: Vec<u32>,
+    unwoken_ts: u64,
+
     /// CPUs whose task counts changed since `take_touched`, when asked for.
     touched: Option<Vec<u32>>,
 }
@@ -381,6 +401,8 @@ impl Analyzer {
             freq_max_seen: 0,
             inv_count: 0,
             inv_ns: 0,
+            unwoken: Vec::new(),
+            unwoken_ts: 0,
             touched: None,
         }
     }
@@ -492,6 +514,7 @@ impl Analyzer {
         if t <= self.last_ts {
             return;
         }
+        self.end_instant();
         if self.violation() {
             self.wc_ns += t - self.last_ts;
         }
@@ -512,6 +535,11 @@ impl Analyzer {
             self.open_interval();
         }
         self.last_ts = t;
+    }
+
+    /// Every event of the instant `last_ts` is in (module docs, Instants).
+    fn end_instant(&mut self) {
+        self.iv_max_over = self.iv_max_over.max(self.overload_now());
     }
 
     fn open_interval(&mut self) {
@@ -565,7 +593,6 @@ impl Analyzer {
             Kind::Other => return,
         }
         self.iv_max_runnable = self.iv_max_runnable.max(self.runnable());
-        self.iv_max_over = self.iv_max_over.max(self.overload_now());
     }
 
     fn set_freq(&mut self, c: usize, khz: u32, t: u64) {
@@ -588,7 +615,10 @@ impl Analyzer {
         }
         self.flush(c, t);
 
-        if prev != 0 {
+        // A switch-out read after the task's switch-in elsewhere is stale.
+        let stale = prev != 0
+            && self.tasks.get(&prev).is_some_and(|tk| matches!(tk.state, TaskState::Running(d) if d as usize != c));
+        if prev != 0 && !stale {
             self.end_inv_run(c, prev);
             // One map look-up in the common case.
             let old = self.tasks.get_mut(&prev).map(|tk| {
@@ -629,6 +659,13 @@ impl Analyzer {
                         tk.cand = None;
                     }
                 }
+            }
+            if old == TaskState::Off {
+                if self.unwoken_ts != t {
+                    self.unwoken.clear();
+                    self.unwoken_ts = t;
+                }
+                self.unwoken.push(next);
             }
             if let Some(w) = woken {
                 self.latency.saturating_record(t - w.min(t));
@@ -711,6 +748,14 @@ impl Analyzer {
             return;
         }
         let target = if (target as usize) < self.cpus.len() { target as usize } else { c };
+        if self.unwoken_ts == t {
+            if let Some(i) = self.unwoken.iter().position(|&p| p == pid) {
+                self.unwoken.swap_remove(i);
+                self.wakeups += 1;
+                self.latency.saturating_record(0);
+                return;
+            }
+        }
         let tk = self.tasks.entry(pid).or_default();
         if tk.state != TaskState::Off {
             return; // already runnable: nothing starts
@@ -801,6 +846,7 @@ impl Analyzer {
         let ncpu = self.cpus.len();
         let duration_ns = self.first_ts.map(|f| self.last_ts - f).unwrap_or(0);
         if self.first_ts.is_some() {
+            self.end_instant();
             let t = self.last_ts;
             for c in 0..ncpu {
                 self.flush(c, t);

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::event::{ids, Event};
-use crate::format::{self, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary};
+use crate::format::{self, block_flags, codec, kind, BlockHeader, IndexEntry, ProcRecord, Summary};
 use crate::meta::Header;
 
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +47,12 @@ pub struct Writer<W: Write> {
     offset: u64,
     opts: WriterOptions,
     bufs: Vec<Vec<Event>>,
+    /// Each buffered event's rank among the events of its timestamp, when
+    /// the push order is kept (`keep_push_order`).
+    ranks: Option<Vec<Vec<u32>>>,
+    /// Timestamp and rank of the last event pushed, when the order is kept.
+    order_ts: u64,
+    order_rank: u32,
     last_flushed_ts: Vec<u64>,
     index: Vec<IndexEntry>,
     lost: Vec<u64>,
@@ -78,6 +84,9 @@ impl<W: Write> Writer<W> {
             offset: 0,
             opts: WriterOptions { chunk_events: opts.chunk_events.max(1), ..opts },
             bufs: (0..n).map(|_| Vec::new()).collect(),
+            ranks: None,
+            order_ts: 0,
+            order_rank: 0,
             last_flushed_ts: vec![0; n],
             index: Vec::new(),
             lost: vec![0; n],
@@ -107,6 +116,18 @@ impl<W: Write> Writer<W> {
         Ok(w)
     }
 
+    /// Keep the order in which events are pushed among events of the same
+    /// timestamp, on all CPUs: readers give ties back in that order instead
+    /// of by CPU number. For a producer that knows the order in which its
+    /// events happened (the simulator) and pushes every event in global time
+    /// order; `push` refuses one older than the previous. Call it before the
+    /// first `push`.
+    pub fn keep_push_order(mut self) -> Self {
+        debug_assert_eq!(self.events, 0, "keep_push_order after events were pushed");
+        self.ranks = Some(self.bufs.iter().map(|_| Vec::new()).collect());
+        self
+    }
+
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.out.write_all(bytes).map_err(|e| TraceError::io(&self.path, e))?;
         self.offset += bytes.len() as u64;
@@ -120,16 +141,38 @@ impl<W: Write> Writer<W> {
 
     /// Add one event to `cpu`'s stream. Each CPU's events must come in time
     /// order at chunk granularity: a chunk is sorted before it is written, and
-    /// an event older than the last written chunk of its CPU is refused.
+    /// an event older than the last written chunk of its CPU is refused. With
+    /// `keep_push_order`, all events must come in global time order.
     #[inline]
     pub fn push(&mut self, cpu: u32, ev: Event) -> Result<()> {
         let c = cpu as usize;
-        let Some(buf) = self.bufs.get_mut(c) else {
+        if c >= self.bufs.len() {
             return Err(TraceError::new(
                 &self.path,
                 format!("event on CPU {cpu}, but the machine has {} CPUs", self.bufs.len()),
             ));
-        };
+        }
+        if let Some(ranks) = &mut self.ranks {
+            let rank = if self.events == 0 || ev.ts != self.order_ts {
+                if self.events > 0 && ev.ts < self.order_ts {
+                    return Err(TraceError::new(
+                        &self.path,
+                        format!(
+                            "event at {} ns pushed after one at {} ns; a writer that keeps the push order needs \
+                             every event in global time order",
+                            ev.ts, self.order_ts
+                        ),
+                    ));
+                }
+                0
+            } else {
+                self.order_rank.saturating_add(1)
+            };
+            self.order_ts = ev.ts;
+            self.order_rank = rank;
+            ranks[c].push(rank);
+        }
+        let buf = &mut self.bufs[c];
         buf.push(ev);
         if buf.len() >= self.opts.chunk_events {
             self.flush_cpu(c)?;
@@ -185,7 +228,9 @@ impl<W: Write> Writer<W> {
             self.bufs[c] = buf;
             return Ok(());
         }
-        if !buf.is_sorted_by_key(|e| e.ts) {
+        // With ranks the events come in global time order: sorted already.
+        let ranks = self.ranks.as_mut().map(|r| std::mem::take(&mut r[c]));
+        if ranks.is_none() && !buf.is_sorted_by_key(|e| e.ts) {
             buf.sort_by_key(|e| e.ts);
         }
         let (t_first, t_last) = (buf[0].ts, buf[buf.len() - 1].ts);
@@ -200,7 +245,17 @@ impl<W: Write> Writer<W> {
             ));
         }
         self.last_flushed_ts[c] = t_last;
-        let raw: &[u8] = bytemuck::cast_slice(&buf);
+        let joined;
+        let (flags, raw): (u16, &[u8]) = match &ranks {
+            Some(r) => {
+                let mut v = Vec::with_capacity(buf.len() * format::record_size(block_flags::RANKS));
+                v.extend_from_slice(bytemuck::cast_slice(&buf));
+                v.extend_from_slice(bytemuck::cast_slice(r));
+                joined = v;
+                (block_flags::RANKS, &joined)
+            }
+            None => (0, bytemuck::cast_slice(&buf)),
+        };
         let compressed;
         let (codec, bytes): (u8, &[u8]) = match self.zstd.as_mut() {
             Some(z) => {
@@ -209,9 +264,13 @@ impl<W: Write> Writer<W> {
             }
             None => (codec::RAW, raw),
         };
-        self.block(kind::EVENTS, codec, c as u32, buf.len() as u32, t_first, t_last, bytes)?;
+        self.block(kind::EVENTS, codec, flags, c as u32, buf.len() as u32, t_first, t_last, bytes)?;
         buf.clear();
         self.bufs[c] = buf;
+        if let (Some(all), Some(mut r)) = (self.ranks.as_mut(), ranks) {
+            r.clear();
+            all[c] = r;
+        }
         self.chunks_since_proc_flush += 1;
         if self.chunks_since_proc_flush >= PROCESS_FLUSH_CHUNKS {
             self.flush_processes()?;
@@ -224,6 +283,7 @@ impl<W: Write> Writer<W> {
         &mut self,
         kind: u8,
         codec: u8,
+        flags: u16,
         cpu: u32,
         count: u32,
         t_first: u64,
@@ -234,7 +294,7 @@ impl<W: Write> Writer<W> {
             magic: format::BLOCK_MAGIC,
             kind,
             codec,
-            reserved: 0,
+            flags,
             cpu,
             count,
             t_first,
@@ -268,7 +328,7 @@ impl<W: Write> Writer<W> {
             return Ok(());
         }
         dirty.sort_by_key(|p| p.pid);
-        self.block(kind::PROCESSES, codec::RAW, 0, dirty.len() as u32, 0, 0, bytemuck::cast_slice(&dirty))
+        self.block(kind::PROCESSES, codec::RAW, 0, 0, dirty.len() as u32, 0, 0, bytemuck::cast_slice(&dirty))
     }
 
     /// Write what is buffered, the process table, the summary and the index.
@@ -280,10 +340,10 @@ impl<W: Write> Writer<W> {
         self.flush_processes()?;
         let summary = Summary { lost: self.lost.clone(), events: self.events };
         let json = serde_json::to_vec(&summary).expect("summary serialises");
-        self.block(kind::SUMMARY, codec::RAW, 0, 0, 0, 0, &json)?;
+        self.block(kind::SUMMARY, codec::RAW, 0, 0, 0, 0, 0, &json)?;
         let index_offset = self.offset;
         let index = std::mem::take(&mut self.index);
-        self.block(kind::INDEX, codec::RAW, 0, index.len() as u32, 0, 0, bytemuck::cast_slice(&index))?;
+        self.block(kind::INDEX, codec::RAW, 0, 0, index.len() as u32, 0, 0, bytemuck::cast_slice(&index))?;
         let mut trailer = Vec::with_capacity(format::TRAILER_SIZE);
         trailer.extend_from_slice(&index_offset.to_le_bytes());
         trailer.extend_from_slice(&format::TRAILER_MAGIC);

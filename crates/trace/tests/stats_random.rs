@@ -214,21 +214,26 @@ fn analyse(h: &Header, evs: &[CpuEvent]) -> Stats {
 
 /// Underload and overload summed over intervals, by scanning the timeline:
 /// an interval [s, e) sees the state in force at s and every state that
-/// starts in it; the last interval ends with the last event.
+/// starts in it; the last interval ends with the last event. Underload
+/// takes every state, overload only those at the end of an instant (the
+/// last of one timestamp).
 fn interval_sums(tl: &[Snap], first: u64, last: u64) -> (u64, u64, u64) {
     let (mut under, mut over, mut n) = (0, 0, 0);
     let mut s = first;
+    let end_of_instant = |i: usize| i + 1 >= tl.len() || tl[i + 1].t != tl[i].t;
     // tl[0] is the state before the first event; tl[i] for i >= 1 follows an event.
     while s <= last {
         let e = s + INTERVAL_NS;
         let before = tl.iter().skip(1).rposition(|x| x.t < s).map(|i| i + 1).unwrap_or(0);
+        let inside: Vec<usize> = (1..tl.len()).filter(|&i| tl[i].t >= s && tl[i].t < e).collect();
         let mut states: Vec<&Snap> = vec![&tl[before]];
-        states.extend(tl.iter().skip(1).filter(|x| x.t >= s && x.t < e));
+        states.extend(inside.iter().map(|&i| &tl[i]));
         let ncpu = tl[0].busy.len();
         let used = (0..ncpu).filter(|&c| states.iter().any(|x| x.busy[c])).count() as u64;
         let max_run = states.iter().map(|x| x.runnable).max().unwrap();
         under += used.saturating_sub(max_run);
-        over += states.iter().map(|x| x.overload).max().unwrap();
+        let ends = std::iter::once(before).chain(inside.iter().copied().filter(|&i| end_of_instant(i)));
+        over += ends.map(|i| tl[i].overload).max().unwrap();
         n += 1;
         s = e;
     }
@@ -290,8 +295,9 @@ fn streaming_figures_match_a_brute_force_account() {
 fn a_written_file_gives_the_same_figures_with_its_own_event_numbers() {
     let ncpu = 6;
     let mut sim = generate(ncpu, 20, 30_000, 5);
-    // A file keeps no order between events of different CPUs at the same
-    // time: the reader gives them by CPU number. Compare with that order.
+    // A file written without keep_push_order keeps no order between events
+    // of different CPUs at the same time: the reader gives them by CPU
+    // number. Compare with that order.
     sim.out.sort_by_key(|e| (e.ev.ts, e.cpu));
     let h = header(ncpu as u32);
     let want = analyse(&h, &sim.out);
@@ -333,4 +339,39 @@ fn a_written_file_gives_the_same_figures_with_its_own_event_numbers() {
     let blind = a.finish();
     assert_eq!(blind.migrations, 0);
     assert_ne!(blind, want);
+}
+
+#[test]
+fn a_file_that_keeps_the_push_order_gives_ties_back_as_they_happened() {
+    let ncpu = 6;
+    let sim = generate(ncpu, 20, 30_000, 13);
+    let h = header(ncpu as u32);
+    let want = analyse(&h, &sim.out);
+    // The generator makes ties across CPUs in no particular CPU order.
+    let by_cpu_differs = sim.out.windows(2).any(|w| w[0].ev.ts == w[1].ev.ts && w[0].cpu > w[1].cpu);
+    assert!(by_cpu_differs, "the generator should make ties that CPU order would reorder");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, zstd, chunk) in [("raw.wct", None, 300), ("zstd.wct", Some(1), 7)] {
+        let p = dir.path().join(name);
+        let mut w = Writer::create(&p, &h, WriterOptions { zstd_level: zstd, chunk_events: chunk }).unwrap().keep_push_order();
+        for e in &sim.out {
+            w.push(e.cpu, e.ev).unwrap();
+        }
+        w.finish().unwrap();
+        let t = Trace::open(&p).unwrap();
+        let back: Vec<CpuEvent> = t.events(None, Window::ALL).map(|e| e.unwrap()).collect();
+        assert!(back == sim.out, "{name}: events come back in push order");
+        assert_eq!(analyze(&t).unwrap(), want, "{name}");
+        // A window that starts inside a run of ties keeps their order too.
+        let mid = sim.out.windows(2).position(|w| w[0].ev.ts == w[1].ev.ts).unwrap();
+        let from = sim.out[mid].ev.ts;
+        let part: Vec<CpuEvent> = t.events(None, Window { from, to: u64::MAX }).map(|e| e.unwrap()).collect();
+        let first = sim.out.iter().position(|e| e.ev.ts == from).unwrap();
+        assert!(part == sim.out[first..], "{name}: window from {from}");
+    }
+    // Pushing out of global time order is refused.
+    let p = dir.path().join("bad.wct");
+    let mut w = Writer::create(&p, &h, WriterOptions::default()).unwrap().keep_push_order();
+    w.push(0, Event::new(10, 1, ids::TICK, 0, 0)).unwrap();
+    assert!(w.push(1, Event::new(9, 1, ids::TICK, 0, 0)).is_err());
 }

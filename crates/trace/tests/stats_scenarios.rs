@@ -437,3 +437,36 @@ fn runqueue_series_follows_switches_wakeups_and_migrations() {
         vec![(0, 1000, 1), (1, 2000, 1), (1, 3000, 2), (1, 5000, 1), (2, 5000, 1), (1, 6000, 0), (0, 7000, 0)];
     assert_eq!(got, want);
 }
+
+/// A file without ranks gives events of one nanosecond by CPU number: at
+/// 1000 ns task 7's switch-in on CPU 0 (and its exit) comes before the
+/// wake-up its waker made on CPU 1; at 2000 ns task 5, preempted on CPU 1
+/// and pulled to CPU 0, is switched in there before its switch-out on
+/// CPU 1. Read naively, 7 would wait on CPU 0 and 5 on CPU 1 for ever:
+/// overload and work-conservation violation from 3000 ns, when both CPUs
+/// run a task and CPU 2 idles. The wake-up is the switch-in's own (latency
+/// 0) and the switch-out is stale: neither makes a runnable task.
+#[test]
+fn ties_read_by_cpu_number_leave_no_phantom_task() {
+    let h = header(3, None);
+    let evs = [
+        switch(1, 0, 0, 9, RUNNABLE),
+        switch(0, 1000, 0, 7, RUNNABLE),
+        switch(0, 1000, 7, 0, DEAD),
+        wake(1, 1000, 7, 0, 9),
+        wake(1, 1600, 5, 1, 9),
+        switch(1, 1600, 9, 5, BLOCKED),
+        switch(0, 2000, 0, 5, RUNNABLE),
+        switch(1, 2000, 5, 0, RUNNABLE),
+        wake(0, 3000, 9, 1, 5),
+        switch(1, 3000, 0, 9, RUNNABLE),
+        switch(0, 9000, 5, 0, BLOCKED),
+        e(1, 12000, 9, ids::TICK, 0, 0),
+    ];
+    let s = run(&h, &evs);
+    assert_eq!(s.detail.overload, 0, "no task waits behind another");
+    assert_eq!(s.work_conservation_violation_ns, 0, "no task waits while a CPU idles");
+    assert_eq!(s.detail.wakeups, 3);
+    assert_eq!(s.wakeup_latency_ns.map(|p| p.p50), Some(0));
+    assert_eq!(s.detail.busy_ns, vec![7000, 1600 + 400 + 9000, 0]);
+}
