@@ -99,6 +99,7 @@ struct cpu_ctx {
 	u64 util;		/* freq_steer: busy-time average, WC_UTIL_FULL scale */
 	u64 util_t;		/* freq_steer: time util is brought to */
 	u32 perf_sample;	/* smove: scx_bpf_cpuperf_cur at the last tick */
+	u32 perf_target;	/* freq_steer: the target last set */
 	u32 smove_next;		/* smove: the next of this CPU's move timers to try */
 };
 
@@ -509,6 +510,25 @@ static __always_inline void util_update(u64 *util, u64 *t, u64 now, bool busy)
 		*util = util_decay(*util, n);
 }
 
+/* Changes of a target below this (of SCX_CPUPERF_ONE) are not passed on. */
+#define WC_PERF_SLACK 8
+
+/*
+ * Set @cpu's target to @perf unless it is within WC_PERF_SLACK of the last
+ * one set: each call runs the governor's update hook, and a change below a
+ * frequency step changes nothing. The floor and the top always pass.
+ */
+static __always_inline void perf_set(s32 cpu, struct cpu_ctx *c, u32 perf)
+{
+	u32 last = c->perf_target;
+
+	if (perf == last || (perf && perf < SCX_CPUPERF_ONE &&
+			     perf + WC_PERF_SLACK > last && last + WC_PERF_SLACK > perf))
+		return;
+	c->perf_target = perf;
+	scx_bpf_cpuperf_set(cpu, perf);
+}
+
 /*
  * @cpu's performance target: the maximum if @keep_max, else from its
  * utilisation and @tctx's (the task placed there or running there, or NULL),
@@ -537,7 +557,7 @@ static void perf_update(s32 cpu, struct cpu_ctx *c, struct task_ctx *tctx, bool 
 	}
 	if (keep_max)
 		u = WC_UTIL_FULL;
-	scx_bpf_cpuperf_set(cpu, u * SCX_CPUPERF_ONE / WC_UTIL_FULL);
+	perf_set(cpu, c, u * SCX_CPUPERF_ONE / WC_UTIL_FULL);
 }
 
 static bool primary_has(s32 cpu);
@@ -758,8 +778,12 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 			max_primary = n;
 		if ((u32)cpu < WC_MAX_CPUS)
 			in_primary[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
-		if (freq_steer)
-			scx_bpf_cpuperf_set(cpu, SCX_CPUPERF_ONE);
+		if (freq_steer) {
+			struct cpu_ctx *c = cpu_ctx(cpu);
+
+			if (c)
+				perf_set(cpu, c, SCX_CPUPERF_ONE);
+		}
 	}
 }
 
@@ -1583,8 +1607,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		/* The kernel starts every target at the maximum; an idle CPU
 		 * asks for nothing (a CPU that never runs would otherwise hold
 		 * its SMT sibling's core at the top). */
-		if (freq_steer)
-			scx_bpf_cpuperf_set(cpu, 0);
+		if (freq_steer && c) {
+			c->perf_target = SCX_CPUPERF_ONE;	/* the kernel's start */
+			perf_set(cpu, c, 0);
+		}
 		err = cpu_masks_init(nr_cpus - 1 - cpu);
 		if (err)
 			return err;
