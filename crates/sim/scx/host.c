@@ -485,21 +485,6 @@ u32 bpf_cpumask_first(const struct cpumask *m)
 	return wc_next(m, 0);
 }
 
-u32 bpf_cpumask_first_and(const struct cpumask *a, const struct cpumask *b)
-{
-	u32 cpu;
-
-	for (cpu = 0; cpu < wc_nr_cpus; cpu++)
-		if (wc_bit(cpu, a) && wc_bit(cpu, b))
-			return cpu;
-	return WC_MASK_BITS;
-}
-
-void bpf_cpumask_clear(struct bpf_cpumask *m)
-{
-	__builtin_memset(&m->cpumask, 0, sizeof(m->cpumask));
-}
-
 void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
 {
 	wc_copy(&dst->cpumask, src, sizeof(dst->cpumask));
@@ -533,33 +518,10 @@ bool bpf_cpumask_subset(const struct cpumask *a, const struct cpumask *b)
 	return true;
 }
 
-u32 bpf_cpumask_weight(const struct cpumask *m)
-{
-	u32 i, n = 0;
-
-	for (i = 0; i < WC_MASK_WORDS; i++)
-		n += __builtin_popcountll(m->bits[i]);
-	return n;
-}
-
-/* cpumask_any_and_distribute: round-robin from the calling CPU's last pick. */
-static u32 wc_distribute_prev[WC_MASK_BITS];
-
 u32 bpf_cpumask_any_and_distribute(const struct cpumask *a, const struct cpumask *b)
 {
-	u32 me = H->cpu(H->ctx), prev, cpu, i;
-
-	if (me >= WC_MASK_BITS)
-		me = 0;
-	prev = wc_distribute_prev[me];
-	for (i = 1; i <= wc_nr_cpus; i++) {
-		cpu = (prev + i) % wc_nr_cpus;
-		if (wc_bit(cpu, a) && wc_bit(cpu, b)) {
-			wc_distribute_prev[me] = cpu;
-			return cpu;
-		}
-	}
-	return WC_MASK_BITS;
+	return H->any_and_distribute(H->ctx, (const unsigned long long *)a->bits,
+				     (const unsigned long long *)b->bits);
 }
 
 u32 bpf_cpumask_any_distribute(const struct cpumask *m)

@@ -95,6 +95,8 @@ struct wc_host_ops {
 	void (*kick_cpu)(void *ctx, int cpu, unsigned int kick);
 	int (*test_and_clear_cpu_idle)(void *ctx, int cpu);
 	int (*pick_idle_cpu)(void *ctx, const unsigned long long *allowed, unsigned int core_only);
+	/* cpumask_any_and_distribute, with the kernel's per-CPU cursor. */
+	int (*any_and_distribute)(void *ctx, const unsigned long long *a, const unsigned long long *b);
 	int (*select_cpu_dfl)(void *ctx, unsigned int tid, int prev_cpu, unsigned int sync, unsigned int *found);
 	const unsigned long long *(*idle_mask)(void *ctx, unsigned int smt);
 	unsigned int (*cpuperf_cur)(void *ctx, int cpu);

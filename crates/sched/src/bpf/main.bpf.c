@@ -1285,13 +1285,8 @@ void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 		c->run_start = p->se.sum_exec_runtime;
 	if (freq_steer && c) {
 		/* The CPU was idle, the task was not running, until now. */
-		tctx = task_ctx(p);
-		now = now_ns();
-		if (tctx)
-			util_update(&tctx->util, &tctx->util_t, now, false);
-		util_update(&c->util, &c->util_t, now, c->busy);
+		perf_update(cpu, c, task_ctx(p), false, policy == WC_POLICY_NEST && primary_has(cpu));
 		c->busy = 1;
-		perf_update(cpu, c, tctx, true, policy == WC_POLICY_NEST && primary_has(cpu));
 	}
 	if (policy != WC_POLICY_SMOVE && policy != WC_POLICY_NEST)
 		goto out;

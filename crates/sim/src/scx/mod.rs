@@ -348,11 +348,17 @@ impl Kernel {
         was
     }
 
+    /// The built-in idle search's use of `any_and_distribute`.
+    fn idle_and_distribute(&mut self, smt: bool, allowed: &Mask) -> Option<u32> {
+        let idle: Mask = if smt { &self.idle_smt } else { &self.idle_cpu }[..16].try_into().unwrap();
+        self.any_and_distribute(&idle, allowed)
+    }
+
     /// cpumask_any_and_distribute: the first CPU after the calling CPU's
-    /// cursor set in both the idle mask and `allowed`, wrapping; the cursor
-    /// moves to it.
-    fn any_and_distribute(&mut self, smt: bool, allowed: &Mask) -> Option<u32> {
-        let idle = if smt { &self.idle_smt } else { &self.idle_cpu };
+    /// cursor set in both `a` and `b`, wrapping; the cursor moves to it. One
+    /// cursor per CPU serves every caller, the kernel's idle search and the
+    /// program's bpf_cpumask_any_and_distribute alike, as in lib/cpumask.c.
+    fn any_and_distribute(&mut self, a: &Mask, b: &Mask) -> Option<u32> {
         let n = self.nr_cpus;
         let words = n.div_ceil(64) as usize;
         let here = self.cpu as usize;
@@ -361,7 +367,7 @@ impl Kernel {
         let (w0, b0) = (start as usize / 64, start % 64);
         for i in 0..=words {
             let w = (w0 + i) % words;
-            let mut bits = idle[w] & allowed[w];
+            let mut bits = a[w] & b[w];
             if i == 0 {
                 bits &= u64::MAX << b0;
             } else if i == words {
@@ -384,14 +390,14 @@ impl Kernel {
         loop {
             let mut found = None;
             if self.smt {
-                found = self.any_and_distribute(true, allowed);
+                found = self.idle_and_distribute(true, allowed);
                 if found.is_none() && core_only {
                     return None;
                 }
             }
             let cpu = match found {
                 Some(c) => c,
-                None => self.any_and_distribute(false, allowed)?,
+                None => self.idle_and_distribute(false, allowed)?,
             };
             if self.test_and_clear_idle(cpu) {
                 return Some(cpu);
@@ -785,6 +791,13 @@ extern "C" fn k_pick_idle_cpu(ctx: *mut c_void, allowed: *const u64, core_only: 
     // (The first 1024 CPUs of the kernel's longer mask.)
     k.pick_idle(mask, core_only != 0).map_or(-libc::EBUSY, |c| c as c_int)
 }
+extern "C" fn k_any_and_distribute(ctx: *mut c_void, a: *const u64, b: *const u64) -> c_int {
+    let k = kernel(ctx);
+    // SAFETY: `a` and `b` are cpumasks of the program's, longer than a Mask;
+    // the first 1024 CPUs are read.
+    let (a, b): (&Mask, &Mask) = unsafe { (&*(a as *const Mask), &*(b as *const Mask)) };
+    k.any_and_distribute(a, b).map_or(abi::MASK_WORDS as c_int * 64, |c| c as c_int)
+}
 extern "C" fn k_select_cpu_dfl(ctx: *mut c_void, t: u32, prev: c_int, sync: u32, found: *mut u32) -> c_int {
     let k = kernel(ctx);
     let (cpu, idle) = k.select_cpu_dfl(t, prev.max(0) as u32, sync != 0);
@@ -989,6 +1002,7 @@ impl ScxPolicy {
             kick_cpu: k_kick_cpu,
             test_and_clear_cpu_idle: k_test_and_clear_cpu_idle,
             pick_idle_cpu: k_pick_idle_cpu,
+            any_and_distribute: k_any_and_distribute,
             select_cpu_dfl: k_select_cpu_dfl,
             idle_mask: k_idle_mask,
             cpuperf_cur: k_cpuperf_cur,

@@ -38,6 +38,7 @@ pub struct HostOps {
     pub kick_cpu: extern "C" fn(*mut c_void, c_int, u32),
     pub test_and_clear_cpu_idle: extern "C" fn(*mut c_void, c_int) -> c_int,
     pub pick_idle_cpu: extern "C" fn(*mut c_void, *const u64, u32) -> c_int,
+    pub any_and_distribute: extern "C" fn(*mut c_void, *const u64, *const u64) -> c_int,
     pub select_cpu_dfl: extern "C" fn(*mut c_void, u32, c_int, u32, *mut u32) -> c_int,
     pub idle_mask: extern "C" fn(*mut c_void, u32) -> *const u64,
     pub cpuperf_cur: extern "C" fn(*mut c_void, c_int) -> u32,
