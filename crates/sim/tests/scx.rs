@@ -366,17 +366,22 @@ fn freq_at_switch_in(evs: &[(u32, Event)], pid: u32, from: u64) -> Vec<u32> {
     v
 }
 
+/// `light_periodic` under `policy`: its events, the task's pid, and the
+/// mean frequency (kHz) at its switch-ins after the first 100 ms.
+fn light_run(m: &Machine, g: Governor, policy: &str) -> (Vec<(u32, Event)>, u32, f64) {
+    let (_, evs) = simulate(m, g, policy, light_periodic());
+    let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
+    let f = freq_at_switch_in(&evs, pid, 100_000_000);
+    assert!(f.len() > 50, "{policy}: {} runs", f.len());
+    let mean = f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64;
+    (evs, pid, mean)
+}
+
 #[test]
 fn scx_nest_keeps_its_primary_cores_at_the_top_frequency_and_lets_others_fall() {
     let m = Machine::load("xeon-gold-5218-2s").unwrap();
-    let mean = |policy: &str| {
-        // No warmers: their spinning would keep the core busy anyway.
-        let (_, evs) = simulate(&m, Governor::Schedutil, policy, light_periodic());
-        let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
-        let f = freq_at_switch_in(&evs, pid, 100_000_000);
-        assert!(f.len() > 50, "{policy}: {} runs", f.len());
-        f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64
-    };
+    // No warmers: their spinning would keep the core busy anyway.
+    let mean = |policy: &str| light_run(&m, Governor::Schedutil, policy).2;
     let top = m.turbo_by_active[1] as f64;
     // The task's core stays in the primary nest (it is used every 5 ms,
     // within P_remove): its target stays at the maximum.
@@ -464,10 +469,7 @@ fn scx_nest_holds_its_primary_cores_in_polling_through_pm_qos() {
     // frequency falls and each wake-up pays the exit latency.
     let m = Machine::load("xeon-gold-5218-2s").unwrap();
     let run = |policy: &str| {
-        let (_, evs) = simulate(&m, Governor::Powersave, policy, light_periodic());
-        let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
-        let f = freq_at_switch_in(&evs, pid, 100_000_000);
-        let mean_f = f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64;
+        let (evs, pid, mean_f) = light_run(&m, Governor::Powersave, policy);
         // Wake-up to switch-in, after the first 100 ms.
         let mut woke = None;
         let mut lat = vec![];
