@@ -7,6 +7,7 @@ mod record;
 mod reproduce;
 mod sched;
 mod sim;
+mod sweep;
 mod time;
 mod trace;
 mod view;
@@ -32,6 +33,8 @@ enum Cmd {
     Sim(sim::SimArgs),
     /// Compare placement policies on one machine and workload.
     Compare(sim::CompareArgs),
+    /// Run a parameter study of the simulator: every combination of a spec's axes, resumable, locally or on Ray.
+    Sweep(sweep::SweepArgs),
     /// Re-run the papers' experiments in the simulator: report, claims, figures.
     Reproduce(reproduce::ReproduceArgs),
     /// Open a trace in the interactive viewer (a local web page).
@@ -121,6 +124,7 @@ fn main() {
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),
         Cmd::Compare(a) => sim::compare(a),
+        Cmd::Sweep(a) => sweep::run(a),
         Cmd::Reproduce(a) => reproduce::run(a),
         Cmd::View(a) => view::view(a),
         Cmd::Plot(a) => view::plot(a),

@@ -35,7 +35,7 @@ fn report(c: &Cell, seed: u64, metric: f64, bands: &[(u32, u32, f64)]) -> RunRep
         wall_ns: 0,
         partial: None,
         ejected: false,
-        metric: WorkloadMetric { name: "completion_time_ns".into(), better: "lower", value: metric, percentiles: None },
+        metric: WorkloadMetric { name: "completion_time_ns".into(), better: "lower".into(), value: metric, percentiles: None },
         workload_params: vec![],
         policy_stats: json!({"armed": 5, "high_freq": 2, "timers_triggered": 7}),
     }

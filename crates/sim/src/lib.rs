@@ -29,7 +29,7 @@ pub use dvfs::Governor;
 pub use engine::{Engine, Limits, Sim, Tid};
 pub use machine::Machine;
 pub use policy::{Enq, Policy, Wake, WakeKind};
-pub use run::{run, RunConfig, RunReport};
+pub use run::{load_workload, run, RunConfig, RunReport};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use warmcore_trace::stats::{Analyzer, Stats};
 use warmcore_trace::{CpuEvent, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
@@ -40,11 +40,11 @@ impl RunConfig {
 }
 
 /// The workload's own measure.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct WorkloadMetric {
     pub name: String,
     /// "lower" or "higher" is better.
-    pub better: &'static str,
+    pub better: String,
     pub value: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<serde_json::Value>,
@@ -55,7 +55,7 @@ pub struct WorkloadMetric {
 /// violations come from the shared trace analysis (warmcore_trace::stats),
 /// fed with the run's events, so that they agree with `warmcore trace stats`
 /// on the run's trace.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunReport {
     pub machine: String,
     pub workload: String,
@@ -141,14 +141,11 @@ fn percentile(sorted: &[u64], q: f64) -> u64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Resolve names, run, and report.
-pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
-    let t0 = Instant::now();
-    let machine = Machine::load(&cfg.machine)?;
-    let governor = Governor::parse(&cfg.governor)?;
-    let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
-    let (wname, wparams) = parse_spec(&cfg.workload);
-    let workload = if wname.ends_with(".toml") || wname.contains('/') {
+/// The workload a spec names (`name[:key=value,...]`, a workload file, a
+/// replayed trace or an rt-app file), built for `machine`.
+pub fn load_workload(spec: &str, machine: &Machine) -> Result<crate::program::Workload, SimError> {
+    let (wname, wparams) = parse_spec(spec);
+    Ok(if wname.ends_with(".toml") || wname.contains('/') {
         if !wparams.is_empty() {
             return Err(SimError::Input(format!("workload file {wname} takes no parameters")));
         }
@@ -164,8 +161,17 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
             _ => return Err(SimError::Input("workload rtapp takes one parameter: rtapp:file=F.json".into())),
         }
     } else {
-        crate::workloads::build(wname, &wparams, &machine)?
-    };
+        crate::workloads::build(wname, &wparams, machine)?
+    })
+}
+
+/// Resolve names, run, and report.
+pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
+    let t0 = Instant::now();
+    let machine = Machine::load(&cfg.machine)?;
+    let governor = Governor::parse(&cfg.governor)?;
+    let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
+    let workload = load_workload(&cfg.workload, &machine)?;
     let metric_spec = workload.metric.clone();
     let params = workload.params.clone();
     let header = Header {
@@ -228,11 +234,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
             };
             let better = if spec.kind == crate::program::MetricKind::Throughput { "higher" } else { "lower" };
             let percentiles = if spec.name.ends_with("_us") { Some(pct) } else { None };
-            WorkloadMetric { name: spec.name, better, value, percentiles }
+            WorkloadMetric { name: spec.name, better: better.into(), value, percentiles }
         }
         None => WorkloadMetric {
             name: "completion_time_ns".into(),
-            better: "lower",
+            better: "lower".into(),
             value: out.makespan_ns as f64,
             percentiles: None,
         },

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore sweep`: a parameter study of the simulator (warmcore-sweep).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use warmcore_sweep::{sweep, Engine, Plan};
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The study: a TOML file naming machines, workloads and policies with
+    /// their parameters (a list or a range { from, to, step } is an axis),
+    /// governors, seeds and the metrics to keep (docs/sweep.md; examples in
+    /// workloads/sweeps/).
+    pub spec: PathBuf,
+    /// Output directory: results.parquet (one row per run, rewritten as runs
+    /// finish) and runs.jsonl (every finished run's whole report). Started
+    /// again on the same directory, the sweep runs only what is missing.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Runs at a time (0: one per CPU); with --ray auto, the local Ray
+    /// instance's CPUs.
+    #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 4096))]
+    pub jobs: usize,
+    /// Run on Ray: `auto` starts a local instance, HOST:PORT joins a running
+    /// cluster (the address `ray start --head` prints).
+    #[arg(long, value_name = "auto|ADDRESS")]
+    pub ray: Option<String>,
+    /// A wheel of the warmcore Python package to ship to the Ray cluster's
+    /// workers (`maturin build --release` in python/).
+    #[arg(long, requires = "ray")]
+    pub ray_wheel: Option<PathBuf>,
+    /// Run again the runs that failed before, instead of keeping their errors.
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Replace a list of the spec for this sweep: machines, governors or
+    /// seeds, comma-separated (--set machines=default --set seeds=1,2).
+    #[arg(long = "set", value_name = "KEY=VALUES")]
+    pub set: Vec<String>,
+}
+
+/// The engine `--ray` and `--jobs` ask for (shared with `warmcore reproduce`).
+pub fn engine(ray: Option<&str>, jobs: usize, wheel: Option<PathBuf>) -> Result<Engine> {
+    Ok(match ray {
+        None => Engine::Local { jobs },
+        Some(a) => {
+            if a.is_empty() {
+                bail!("--ray takes `auto` or a cluster's HOST:PORT");
+            }
+            let python = crate::view::python()?;
+            let address = (a != "auto").then(|| a.to_string());
+            Engine::Ray { address, jobs, python, wheel }
+        }
+    })
+}
+
+/// Stops a sweep cleanly at Ctrl-C: finished runs are kept.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    // Without a handler (another one is set), Ctrl-C ends the process: the
+    // journal still holds every finished run.
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("sweep: stopping; finished runs are kept (Ctrl-C again to quit now)");
+    });
+    stop
+}
+
+pub fn run(a: SweepArgs) -> Result<()> {
+    let plan = Plan::load_with(&a.spec, &a.set).map_err(anyhow::Error::msg)?;
+    let engine = engine(a.ray.as_deref(), a.jobs, a.ray_wheel.clone())?;
+    let stop = interrupt_flag();
+    let s = sweep(&plan, &a.out, &engine, a.retry_failed, &stop).map_err(anyhow::Error::msg)?;
+    let results = a.out.join("results.parquet");
+    // The means by policy: the first metrics, as many as fit a line.
+    let shown: Vec<&String> = plan.metrics.iter().take(4).collect();
+    print!("{:<36} {:>5}", "policy", "runs");
+    for m in &shown {
+        print!(" {:>16}", truncate(m, 16));
+    }
+    println!();
+    for (p, n, means) in &s.table {
+        print!("{:<36} {:>5}", truncate(p, 36), n);
+        for v in means.iter().take(shown.len()) {
+            match v {
+                Some(x) => print!(" {:>16}", format_num(*x)),
+                None => print!(" {:>16}", "-"),
+            }
+        }
+        println!();
+    }
+    for e in &s.errors {
+        eprintln!("sweep: failed: {e}");
+    }
+    println!(
+        "{} runs: {} ran now, {} done before, {} failed, {:.1} s; results in {}",
+        s.total,
+        s.ran,
+        s.resumed,
+        s.failed,
+        s.wall_s,
+        results.display()
+    );
+    if s.interrupted {
+        eprintln!(
+            "sweep: interrupted with {} of {} runs done: run the same command again to finish",
+            s.resumed + s.ran,
+            s.total
+        );
+        std::process::exit(130);
+    }
+    if s.failed > 0 {
+        bail!("{} run(s) failed: their errors are in the error column of {}", s.failed, results.display());
+    }
+    Ok(())
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}~")
+    }
+}
+
+fn format_num(x: f64) -> String {
+    if x != 0.0 && (x.abs() >= 1e7 || x.abs() < 1e-3) {
+        format!("{x:.4e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
