@@ -13,6 +13,7 @@ is a result with its error, not a retry.
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -78,6 +79,8 @@ def main():
     except KeyboardInterrupt:
         pass
     finally:
+        # A second interrupt must not cut the shutdown short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         ray.shutdown()
 
 

@@ -49,9 +49,13 @@ pub struct ViewArgs {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct PlotArgs {
+    #[command(subcommand)]
+    sub: Option<PlotCmd>,
     /// The .wct trace to render.
-    file: PathBuf,
+    #[arg(required = true)]
+    file: Option<PathBuf>,
     /// A built-in view (freq, process, runqueue, nest, smove) or a view file (.toml, .json).
     #[arg(long, default_value = "freq")]
     view: String,
@@ -62,14 +66,43 @@ pub struct PlotArgs {
     #[arg(long, value_parser = parse_ns)]
     to: Option<u64>,
     /// The picture: OUT.png (raster) or OUT.html (interactive, exact segments when few).
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required = true)]
+    output: Option<PathBuf>,
 }
 
-fn run_python(args: Vec<String>) -> Result<()> {
+#[derive(clap::Subcommand)]
+enum PlotCmd {
+    /// Draw a sweep's results (warmcore sweep): METRIC against AXIS, a line
+    /// per value of --by (or a heat map with --heat), a panel per value of
+    /// the other axes that vary; the mean over seeds, with their range.
+    Sweep(SweepPlotArgs),
+}
+
+#[derive(Args)]
+struct SweepPlotArgs {
+    /// The sweep's output directory (or its results.parquet).
+    dir: PathBuf,
+    /// The axis along x: a column of results.parquet (policy.delay_us, machine, ...).
+    #[arg(long)]
+    x: String,
+    /// The metric along y (makespan_ns, metric.value, energy_j, ...).
+    #[arg(long)]
+    y: String,
+    /// One line (or heat-map row) per value of this axis.
+    #[arg(long)]
+    by: Option<String>,
+    /// A heat map of y over x and --by instead of lines.
+    #[arg(long, requires = "by")]
+    heat: bool,
+    /// The picture (PNG); default DIR/Y-by-X.png.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn run_python(module: &str, args: Vec<String>) -> Result<()> {
     let py = python()?;
     let mut cmd = Command::new(&py);
-    cmd.arg("-m").arg("warmcore.view").args(&args);
+    cmd.arg("-m").arg(module).args(&args);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -92,16 +125,36 @@ fn path_arg(p: &Path) -> String {
 }
 
 pub fn view(a: ViewArgs) -> Result<()> {
-    run_python(vec!["serve".into(), path_arg(&a.file), "--port".into(), a.port.to_string(), "--view".into(), a.view])
+    run_python("warmcore.view", vec!["serve".into(), path_arg(&a.file), "--port".into(), a.port.to_string(), "--view".into(), a.view])
 }
 
 pub fn plot(a: PlotArgs) -> Result<()> {
-    let mut args = vec!["plot".into(), path_arg(&a.file), "--view".into(), a.view, "-o".into(), path_arg(&a.output)];
+    if let Some(PlotCmd::Sweep(s)) = a.sub {
+        return plot_sweep(s);
+    }
+    let (Some(file), Some(output)) = (a.file, a.output) else {
+        bail!("warmcore plot takes a trace and -o OUT.png, or `sweep DIR --x AXIS --y METRIC` (see `warmcore plot --help`)");
+    };
+    let mut args = vec!["plot".into(), path_arg(&file), "--view".into(), a.view, "-o".into(), path_arg(&output)];
     if let Some(f) = a.from {
         args.extend(["--from".into(), f.to_string()]);
     }
     if let Some(t) = a.to {
         args.extend(["--to".into(), t.to_string()]);
     }
-    run_python(args)
+    run_python("warmcore.view", args)
+}
+
+fn plot_sweep(a: SweepPlotArgs) -> Result<()> {
+    let mut args = vec![path_arg(&a.dir), "--x".into(), a.x, "--y".into(), a.y];
+    if let Some(b) = a.by {
+        args.extend(["--by".into(), b]);
+    }
+    if a.heat {
+        args.push("--heat".into());
+    }
+    if let Some(o) = a.output {
+        args.extend(["-o".into(), path_arg(&o)]);
+    }
+    run_python("warmcore.sweep_plot", args)
 }

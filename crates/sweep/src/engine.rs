@@ -217,10 +217,10 @@ fn run_ray(
     stop: &AtomicBool,
     done: &mut dyn FnMut(usize, Outcome) -> Result<(), String>,
 ) -> Result<(), String> {
-    check_ray_python(python)?;
     if let Some(a) = address {
         check_ray_address(a)?;
     }
+    check_ray_python(python)?;
     let mut cmd = Command::new(python);
     cmd.args(["-m", "warmcore.sweep_ray"]);
     match address {
@@ -297,6 +297,14 @@ fn run_ray(
                 return Err(format!("the Ray driver ended ({status}) with {left} run(s) unfinished: see its messages above"));
             }
         }
+    }
+    // Every result is in: the driver shuts its Ray instance down and ends.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(_)) = driver.0.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
     Ok(())
 }
