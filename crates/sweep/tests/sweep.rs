@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! A sweep's spec (axes, checks with the spec's line) and its local engine
+//! (rows, failures, resuming).
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
+
+use warmcore_sweep::spec::{Kind, REPORT_FIELDS};
+use warmcore_sweep::store::{self, Store};
+use warmcore_sweep::{sweep, Engine, Plan};
+
+const SPEC: &str = r#"
+machines = "default"
+seeds = { from = 1, to = 2 }
+metrics = ["makespan_ns", "metric.value", "energy_j"]
+
+[[workloads]]
+name = "hackbench"
+groups = [1, 2]
+loops = 10
+
+[[policies]]
+name = "cfs"
+
+[[policies]]
+name = "smove"
+delay_us = { from = 10, to = 30, step = 10 }
+timers_only = true
+"#;
+
+fn plan() -> Plan {
+    Plan::parse("spec.toml", SPEC, &[]).unwrap()
+}
+
+#[test]
+fn every_combination_is_one_run_and_every_varying_parameter_an_axis() {
+    let p = plan();
+    // 1 machine x 2 workloads x (1 + 3) policies x 1 governor x 2 seeds.
+    assert_eq!(p.runs.len(), 16);
+    let cols: Vec<(&str, Kind)> = p.axes.iter().map(|a| (a.column.as_str(), a.kind)).collect();
+    assert_eq!(cols, [("workload.groups", Kind::Int), ("policy.delay_us", Kind::Int)]);
+    let policies: HashSet<&str> = p.runs.iter().map(|r| r.policy.as_str()).collect();
+    assert!(policies.contains("smove:delay_us=20,timers_only=on"), "{policies:?}");
+    assert!(policies.contains("cfs"));
+    assert!(p.runs.iter().all(|r| r.workload.ends_with(",loops=10")));
+    let seeds: HashSet<u64> = p.runs.iter().map(|r| r.seed).collect();
+    assert_eq!(seeds, HashSet::from([1, 2]));
+}
+
+#[test]
+fn set_replaces_a_list_of_the_spec() {
+    let p = Plan::parse("s", SPEC, &["seeds=7".into(), "machines=default,ryzen5-3400g".into()]).unwrap();
+    assert_eq!(p.runs.len(), 16);
+    assert!(p.runs.iter().all(|r| r.seed == 7));
+    let e = Plan::parse("s", SPEC, &["workloads=x".into()]).unwrap_err();
+    assert!(e.contains("--set takes machines"), "{e}");
+    let e = Plan::parse("s", SPEC, &["machines=nope".into()]).unwrap_err();
+    assert!(e.starts_with("--set machines: unknown machine 'nope'"), "{e}");
+}
+
+/// The error for SPEC with `from` replaced by `to`.
+fn error(from: &str, to: &str) -> String {
+    assert!(SPEC.contains(from), "{from}");
+    Plan::parse("spec.toml", &SPEC.replacen(from, to, 1), &[]).unwrap_err()
+}
+
+#[test]
+fn bad_specs_are_reported_with_their_line_before_any_run() {
+    let cases = [
+        // An unknown axis (top-level key).
+        ("seeds =", "colours = 3\nseeds =", "spec.toml:3:", "unknown field `colours`"),
+        ("machines = \"default\"", "machines = [\"default\", \"nope\"]", "spec.toml:2:", "unknown machine 'nope'"),
+        ("name = \"hackbench\"", "name = \"hackbenc\"", "spec.toml:7:", "unknown workload 'hackbenc'"),
+        ("name = \"cfs\"", "name = \"cfz\"", "spec.toml:12:", "unknown policy 'cfz'"),
+        // A parameter the policy does not take: the line of the parameter.
+        ("timers_only = true", "timers_only = true\nspeed = [1, 2]", "spec.toml:18:", "unknown smove parameter 'speed'"),
+        ("groups = [1, 2]", "groups = [1, 2]\nsize = 3", "spec.toml:9:", "unknown parameter 'size' for workload hackbench"),
+        ("\"energy_j\"]", "\"energy\"]", "spec.toml:4:", "unknown metric 'energy'"),
+        ("step = 10 }", "step = 0 }", "spec.toml:16:", "positive step"),
+        ("seeds = { from = 1, to = 2 }", "seeds = [\"one\"]", "spec.toml:3:", "seeds are whole numbers"),
+        ("[[workloads]]", "[[workloads]]\nloops = 3\n[[workloads]]", "spec.toml:7:", "needs a name"),
+    ];
+    for (from, to, line, what) in cases {
+        let e = error(from, to);
+        assert!(e.starts_with(line) && e.contains(what), "{to}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    let e = Plan::parse("spec.toml", "machines = \"default\"\n", &[]).unwrap_err();
+    assert!(e.contains("no [[workloads]] entry"), "{e}");
+}
+
+#[test]
+fn the_metrics_a_spec_may_name_are_the_reports_fields() {
+    let cfg = warmcore_sim::RunConfig::new("default", "hackbench:groups=1,loops=5", "cfs", "powersave", 1);
+    let report = serde_json::to_value(warmcore_sim::run(&cfg).unwrap()).unwrap();
+    let keys: HashSet<&str> = report.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, REPORT_FIELDS.iter().copied().collect::<HashSet<_>>());
+    assert_eq!(store::metric(&report, "metric.value"), report["metric"]["value"].as_f64());
+    assert!(store::metric(&report, "makespan_ns").unwrap() > 0.0);
+    assert_eq!(store::metric(&report, "metric.nope"), None);
+}
+
+fn local() -> Engine {
+    Engine::Local { jobs: 2 }
+}
+
+fn rows(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    // The table without wall time, which differs between two runs of one sweep.
+    let f = std::fs::File::open(dir.join("results.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(f, 1024).unwrap();
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let keep: Vec<usize> = (0..batch.num_columns()).filter(|&i| batch.schema().field(i).name() != "wall_s").collect();
+        let batch = batch.project(&keep).unwrap();
+        let mut w = arrow_json::ArrayWriter::new(Vec::new());
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        out.extend(serde_json::from_slice::<Vec<serde_json::Value>>(&w.into_inner()).unwrap());
+    }
+    out
+}
+
+#[test]
+fn a_sweep_started_again_runs_only_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan();
+    let stop = AtomicBool::new(false);
+    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    assert_eq!((s.ran, s.resumed, s.failed, s.interrupted), (16, 0, 0, false));
+    let first = rows(dir.path());
+    assert_eq!(first.len(), 16);
+    assert!(first.iter().all(|r| r["makespan_ns"].as_f64().unwrap() > 0.0 && r["error"].is_null()), "{first:?}");
+    assert_eq!(first[0]["run"], 0);
+    assert_eq!(first[15]["run"], 15);
+    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    assert_eq!((s.ran, s.resumed), (0, 16));
+    assert_eq!(rows(dir.path()), first);
+
+    // A journal whose last line was cut short: that run runs again.
+    let journal = dir.path().join("runs.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let cut = text.len() - text.lines().last().unwrap().len() / 2 - 1;
+    std::fs::write(&journal, &text[..cut]).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    assert_eq!((s.ran, s.resumed), (1, 15));
+    assert_eq!(rows(dir.path()), first);
+    let lines = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(lines.lines().count(), 16);
+    assert!(lines.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+}
+
+#[test]
+fn a_failed_run_keeps_its_error_in_its_row_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan();
+    // The engine does not check: a run the simulator refuses fails alone.
+    p.runs[3].workload = "hackbench:groups=x".into();
+    let stop = AtomicBool::new(false);
+    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    assert_eq!((s.ran, s.failed), (16, 1));
+    let r = rows(dir.path());
+    assert_eq!(r.len(), 16);
+    let failed: Vec<_> = r.iter().filter(|x| !x["error"].is_null()).collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["run"], 3);
+    assert!(failed[0]["error"].as_str().unwrap().contains("groups"), "{failed:?}");
+    assert!(failed[0]["makespan_ns"].is_null());
+    // Kept, not retried, unless asked.
+    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    assert_eq!(s.ran, 0);
+    let s = sweep(&p, dir.path(), &local(), true, &stop).unwrap();
+    assert_eq!((s.ran, s.failed), (1, 1));
+}
+
+#[test]
+fn one_directory_takes_one_sweep_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Store::open(dir.path()).unwrap();
+    let e = Store::open(dir.path()).err().unwrap();
+    assert!(e.contains("another sweep is writing"), "{e}");
+}
