@@ -60,6 +60,9 @@ demo: build
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
 	@echo "== The papers' claims re-run in the simulator (report, claims.json, figures)"
 	$(BIN) reproduce --quick --out $(DEMO_OUT)/reproduce
+	@echo "== A parameter study: S_move's delay from 10 to 200 us against the fair class (one seed), and its plot"
+	$(BIN) sweep workloads/sweeps/smove-delay.toml --out $(DEMO_OUT)/sweep --set seeds=1
+	$(BIN) plot sweep $(DEMO_OUT)/sweep --x policy.delay_us --y makespan_ns --by governor -o $(DEMO_OUT)/sweep/makespan-by-delay.png
 	@echo "== A real recording: perf sched record of make -j2, imported"
 	$(BIN) trace import --from perf-script fixtures/perf-make-j2.txt.zst -o $(DEMO_OUT)/perf-make-j2.wct
 	$(BIN) trace info $(DEMO_OUT)/perf-make-j2.wct

@@ -80,13 +80,13 @@ pub fn run(a: SweepArgs) -> Result<()> {
     let results = a.out.join("results.parquet");
     // The means by policy: the first metrics, as many as fit a line.
     let shown: Vec<&String> = plan.metrics.iter().take(4).collect();
-    print!("{:<36} {:>5}", "policy", "runs");
+    print!("{:<48} {:>5}", "policy", "runs");
     for m in &shown {
         print!(" {:>16}", truncate(m, 16));
     }
     println!();
     for (p, n, means) in &s.table {
-        print!("{:<36} {:>5}", truncate(p, 36), n);
+        print!("{:<48} {:>5}", truncate(p, 48), n);
         for v in means.iter().take(shown.len()) {
             match v {
                 Some(x) => print!(" {:>16}", format_num(*x)),

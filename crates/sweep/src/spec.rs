@@ -252,6 +252,7 @@ fn variants(
                     let span = params
                         .iter()
                         .find(|(k, _)| e.contains(&format!("'{}'", k.get_ref())))
+                        .or_else(|| params.iter().find(|(k, _)| names_word(&e, k.get_ref())))
                         .map_or(name_span.clone(), |(k, _)| k.span());
                     return cx.err(span, format!("{one} {spec}: {e}"));
                 }
@@ -269,6 +270,13 @@ fn variants(
         return cx.err(0..0, format!("the spec has no [[{what}]] entry"));
     }
     Ok(out)
+}
+
+/// Whether `msg` has `word` as a word of its own (a parameter named in
+/// the simulator's message, quoted or not).
+fn names_word(msg: &str, word: &str) -> bool {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    msg.match_indices(word).any(|(i, _)| !part(msg[..i].chars().next_back()) && !part(msg[i + word.len()..].chars().next()))
 }
 
 fn kind_of(values: &[&str]) -> Kind {
@@ -316,7 +324,7 @@ impl Plan {
             }
             match v {
                 Some(v) => Ok(values(&cx, key, v)?.into_iter().map(|s| (s, format!("{file}:{}", cx.line(v.span())))).collect()),
-                None => Ok(vec![(default.to_string(), format!("{file}"))]),
+                None => Ok(vec![(default.to_string(), file.to_string())]),
             }
         };
         let mut machines = Vec::new();
