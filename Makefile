@@ -74,6 +74,7 @@ demo: build
 bench: build vm-binary
 	@scripts/bench.sh
 	@scripts/bench-view.sh
+	@scripts/bench-sweep.sh
 	@scripts/bench-sched.sh
 
 clean:

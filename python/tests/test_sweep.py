@@ -166,3 +166,25 @@ def test_plot_sweep_draws_a_panel_per_other_axis(tmp_path):
     r = subprocess.run([str(BIN), "plot", "sweep", str(out), "--x", "nope", "--y", "energy_j"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "no column 'nope'" in r.stderr
+
+
+def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
+    local = tmp_path / "local"
+    r = subprocess.run([str(BIN), "reproduce", "--quick", "--only", "1,5", "--out", str(local)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ray = tmp_path / "ray"
+    r = in_namespace(f'"$WC" reproduce --quick --only 1,5 --out {ray} --ray auto --jobs 2')
+    assert r.returncode == 0, r.stderr
+    assert (ray / "claims.json").read_text() == (local / "claims.json").read_text()
+    # Every run's report but its wall time, and the traces the runs wrote.
+    def runs(d):
+        out = json.loads((d / "runs.json").read_text())
+        for x in out:
+            (x.get("report") or {}).pop("wall_ns", None)
+        return out
+    assert runs(ray) == runs(local)
+    traces = sorted(p.name for p in (local / "traces").iterdir())
+    assert traces and traces == sorted(p.name for p in (ray / "traces").iterdir())
+    assert all((ray / "traces" / t).read_bytes() == (local / "traces" / t).read_bytes() for t in traces)

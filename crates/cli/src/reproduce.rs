@@ -23,9 +23,15 @@ pub struct ReproduceArgs {
     /// Only these claims, comma-separated ids (1-8), e.g. --only 1,2.
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
-    /// Simulations run at a time (0: one per CPU).
+    /// Simulations run at a time (0: one per CPU); with --ray auto, the
+    /// local Ray instance's CPUs.
     #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 1024))]
     pub jobs: usize,
+    /// Run the simulations on Ray, as `warmcore sweep --ray` does: `auto`
+    /// starts a local instance, HOST:PORT joins a cluster (whose workers
+    /// must see --out, where some runs write their traces).
+    #[arg(long, value_name = "auto|ADDRESS")]
+    pub ray: Option<String>,
 }
 
 fn parse_only(s: &str) -> Result<Vec<u32>> {
@@ -38,7 +44,8 @@ fn parse_only(s: &str) -> Result<Vec<u32>> {
 
 pub fn run(a: ReproduceArgs) -> Result<()> {
     let only = a.only.as_deref().map(parse_only).transpose()?;
-    let opts = Options { quick: a.quick, only, out: a.out.clone(), jobs: a.jobs };
+    let engine = crate::sweep::engine(a.ray.as_deref(), a.jobs, None)?;
+    let opts = Options { quick: a.quick, only, out: a.out.clone(), engine };
     let w = reproduce(&opts).map_err(anyhow::Error::msg)?;
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {

@@ -16,12 +16,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use serde::Serialize;
-use warmcore_sim::{Limits, Machine, RunConfig, RunReport};
+use warmcore_sim::{Limits, Machine, RunReport};
+pub use warmcore_sweep::{Engine, Job};
 
 mod claims;
 pub use claims::{all_claims, Setup};
@@ -297,8 +297,8 @@ pub struct Options {
     pub quick: bool,
     pub only: Option<Vec<u32>>,
     pub out: PathBuf,
-    /// Runs at a time; 0 = all CPUs.
-    pub jobs: usize,
+    /// Where the runs run (`Engine::Local { jobs: 0 }`: a thread per CPU).
+    pub engine: Engine,
 }
 
 /// Claims left out, with the reason.
@@ -381,52 +381,59 @@ pub fn trace_name(i: usize, s: &RunSpec) -> String {
 pub const MAX_SIM_NS: u64 = 120_000_000_000;
 pub const MAX_EVENTS: u64 = 50_000_000;
 
-/// Run every spec, `jobs` at a time, printing one line per finished run to
-/// stderr. Results come back in the order of `specs`.
-pub fn run_all(specs: &[RunSpec], out: &Path, jobs: usize) -> Vec<Done> {
+/// Run every spec on `engine` (threads of this process, or Ray), printing
+/// one line per finished run to stderr. Results come back in the order of
+/// `specs`; a run that did not finish (the engine failed, or `stop` was
+/// set) is an error.
+pub fn run_all(specs: &[RunSpec], out: &Path, engine: &Engine, stop: &AtomicBool) -> Vec<Done> {
     let n = specs.len();
-    let next = AtomicUsize::new(0);
-    let finished = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Done>>> = Mutex::new(vec![None; n]);
-    let jobs = if jobs == 0 { std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1) } else { jobs };
-    std::thread::scope(|sc| {
-        for _ in 0..jobs.min(n.max(1)) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let s = &specs[i];
-                let t0 = Instant::now();
-                let mut cfg = RunConfig::new(&s.cell.machine, &s.cell.workload, &s.cell.policy, &s.cell.governor, s.seed);
-                cfg.limits = Limits { max_sim_ns: MAX_SIM_NS, max_events: MAX_EVENTS };
-                let trace = s.trace.then(|| trace_name(i, s));
-                cfg.trace = trace.as_ref().map(|t| out.join(t));
-                let report = warmcore_sim::run(&cfg).map_err(|e| e.to_string());
-                // Count and print under the lock, so that the lines come out
-                // in order.
-                let mut slots = slots.lock().unwrap();
-                let k = finished.fetch_add(1, Ordering::SeqCst) + 1;
-                let status = match &report {
-                    Ok(r) if r.partial.is_some() => " (stopped early)".to_string(),
-                    Ok(_) => String::new(),
-                    Err(e) => format!(" FAILED: {e}"),
-                };
-                eprintln!(
-                    "[{k}/{n}] {} {} {} {} seed {} {:.1} s{status}",
-                    s.cell.machine,
-                    s.cell.workload,
-                    s.cell.policy,
-                    s.cell.governor,
-                    s.seed,
-                    t0.elapsed().as_secs_f64()
-                );
-                let trace = if report.is_ok() { trace } else { None };
-                slots[i] = Some(Done { spec: s.clone(), report, trace });
-            });
-        }
+    let traces: Vec<Option<String>> = specs.iter().enumerate().map(|(i, s)| s.trace.then(|| trace_name(i, s))).collect();
+    let jobs: Vec<Job> = specs
+        .iter()
+        .zip(&traces)
+        .map(|(s, t)| Job {
+            machine: s.cell.machine.clone(),
+            workload: s.cell.workload.clone(),
+            policy: s.cell.policy.clone(),
+            governor: s.cell.governor.clone(),
+            seed: s.seed,
+            limits: Limits { max_sim_ns: MAX_SIM_NS, max_events: MAX_EVENTS },
+            // Absolute: a Ray worker's directory is not this one.
+            trace: t.as_ref().map(|t| std::path::absolute(out.join(t)).unwrap_or_else(|_| out.join(t))),
+        })
+        .collect();
+    let mut slots: Vec<Option<Result<RunReport, String>>> = vec![None; n];
+    let mut finished = 0;
+    let r = engine.run(&jobs, stop, &mut |i, o| {
+        let s = &specs[i];
+        let report = o.report.and_then(|v| serde_json::from_value::<RunReport>(v).map_err(|e| format!("an unreadable report: {e}")));
+        finished += 1;
+        let status = match &report {
+            Ok(r) if r.partial.is_some() => " (stopped early)".to_string(),
+            Ok(_) => String::new(),
+            Err(e) => format!(" FAILED: {e}"),
+        };
+        eprintln!(
+            "[{finished}/{n}] {} {} {} {} seed {} {:.1} s{status}",
+            s.cell.machine, s.cell.workload, s.cell.policy, s.cell.governor, s.seed, o.wall_s
+        );
+        slots[i] = Some(report);
+        Ok(())
     });
-    slots.into_inner().unwrap().into_iter().map(|d| d.expect("every run finishes")).collect()
+    let unfinished = match r {
+        Err(e) => e,
+        Ok(()) => "interrupted".to_string(),
+    };
+    specs
+        .iter()
+        .zip(slots)
+        .zip(traces)
+        .map(|((spec, report), trace)| {
+            let report = report.unwrap_or_else(|| Err(format!("not run: {unfinished}")));
+            let trace = if report.is_ok() { trace } else { None };
+            Done { spec: spec.clone(), report, trace }
+        })
+        .collect()
 }
 
 /// One entry of claims.json.
@@ -486,7 +493,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
     let plan = plan_runs(&claims);
     let specs: Vec<RunSpec> = plan.iter().map(|p| p.0.clone()).collect();
     let t0 = Instant::now();
-    let done = run_all(&specs, &opts.out, opts.jobs);
+    let done = run_all(&specs, &opts.out, &opts.engine, &AtomicBool::new(false));
     let wall = t0.elapsed().as_secs_f64();
     let results = Results::new(done);
     let failed_runs = results.done.iter().filter(|d| d.report.is_err()).count();

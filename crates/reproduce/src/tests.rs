@@ -543,8 +543,9 @@ fn parallel_runs_keep_the_order_and_the_results_of_serial_ones() {
     let specs: Vec<RunSpec> = plan_runs(&[claim(1, &s)]).into_iter().map(|p| p.0).collect();
     let dir = std::env::temp_dir().join(format!("warmcore-reproduce-test-{}", std::process::id()));
     prepare_dir(&dir).unwrap();
-    let serial = run_all(&specs, &dir, 1);
-    let parallel = run_all(&specs, &dir, 3);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let serial = run_all(&specs, &dir, &Engine::Local { jobs: 1 }, &stop);
+    let parallel = run_all(&specs, &dir, &Engine::Local { jobs: 3 }, &stop);
     assert_eq!(serial.len(), specs.len());
     for ((a, b), spec) in serial.iter().zip(&parallel).zip(&specs) {
         assert_eq!(&a.spec, spec);
