@@ -10,8 +10,10 @@ also ends every process Ray started when the test's shell ends."""
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
+import sys
 import time
 
 import polars as pl
@@ -188,3 +190,19 @@ def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
     traces = sorted(p.name for p in (local / "traces").iterdir())
     assert traces and traces == sorted(p.name for p in (ray / "traces").iterdir())
     assert all((ray / "traces" / t).read_bytes() == (local / "traces" / t).read_bytes() for t in traces)
+
+
+def test_a_sweep_joins_a_running_ray_cluster(tmp_path):
+    s = spec(tmp_path)
+    local = tmp_path / "local"
+    sweep(s, "--out", local)
+    ray = pathlib.Path(sys.executable).parent / "ray"
+    joined = tmp_path / "joined"
+    # `ray stop` sees only this PID namespace's processes.
+    r = in_namespace(f"""
+{ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
+"$WC" sweep {s} --out {joined} --ray 127.0.0.1:6390
+{ray} stop >/dev/null 2>&1
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert table(joined).equals(table(local))

@@ -53,6 +53,13 @@ def main():
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
 
+    if a.address and "RAY_AUTH_MODE" not in os.environ and (
+        os.environ.get("RAY_AUTH_TOKEN") or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
+    ):
+        # A cluster started by `ray start` checks a token by default, but a
+        # client joining it sends one only in token mode: send the one we have.
+        os.environ["RAY_AUTH_MODE"] = "token"
+
     import ray
 
     runtime_env = {"py_modules": [a.wheel]} if a.wheel else None
