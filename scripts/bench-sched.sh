@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The scheduler's speed beside the kernel's own scheduler, in one VM boot
 # (timings drift across boots under emulation), in interleaved rotations
-# (kernel default slocal smove nest nest-threads nest-nowarm, kernel default ...;
+# (kernel default slocal smove nest nest-threads nest-nowarm haiku-low-latency
+# haiku-power-saving, kernel default ...;
 # nest is nest as it starts by default (PM QoS warm cores), nest-threads
 # with warmer threads, nest-nowarm without warm cores). Each figure is the
 # median of the per-rotation ratios to the kernel's scheduler (above 1: faster
@@ -45,19 +46,19 @@ r=1
 while [ \$r -le $ROT ]; do
   workloads \$r kernel
   taskset -c 1 warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$r kernel-1cpu /"
-  for s in default slocal smove nest nest-threads nest-nowarm; do
+  for s in default slocal smove nest nest-threads nest-nowarm haiku-low-latency haiku-power-saving; do
     attach \$s; workloads \$r \$s; detach \$r \$s
   done
   r=\$((r+1))
 done
-for s in default slocal smove nest nest-threads nest-nowarm; do
+for s in default slocal smove nest nest-threads nest-nowarm haiku-low-latency haiku-power-saving; do
   attach \$s --profile; workloads 0 \$s > /dev/null; detach 0 \$s
   tail -1 /tmp/s.json | sed "s/^/P 0 \$s /"
 done
 echo DONE
 GUEST_EOF
 
-echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-threads nest-nowarm"
+echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel default slocal smove nest nest-threads nest-nowarm haiku-low-latency haiku-power-saving"
 "$BIN" vm --cpus "$CPUS" --timeout 3000 -- sh -c "$GUEST" > "$out"
 python3 - "$out" <<'PY'
 import json, statistics, sys
@@ -87,7 +88,7 @@ print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rot
 print("kernel: [min-max] of its rates over their median; pipe: also the median share of round trips with both")
 print("ends on one CPU")
 print(f"{'policy':11} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
-for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-threads", "nest-nowarm"]:
+for s in ["kernel", "kernel-1cpu", "default", "slocal", "smove", "nest", "nest-threads", "nest-nowarm", "haiku-low-latency", "haiku-power-saving"]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
         if s == "kernel":

@@ -79,6 +79,8 @@ run_policy slocal
 # times slower than on hardware.
 run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us 2000
 run_policy nest
+run_policy haiku-low-latency
+run_policy haiku-power-saving
 echo "QOS_AFTER_EXIT \$(qos)"
 # PM QoS values after kill -9: the next start restores them.
 # (Read during a stress: a core its task left by exiting leaves the nest.)
@@ -153,7 +155,7 @@ done
 echo DONE
 WIDE_EOF
 
-echo "test-sched-vm: booting a 4-CPU VM, 4 policies x ${SECS} s of mixed stress"
+echo "test-sched-vm: booting a 4-CPU VM, 6 policies x ${SECS} s of mixed stress"
 "$BIN" vm --cpus 4 --timeout 1200 -- sh -c "$GUEST" | tee "$out"
 echo "test-sched-vm: booting a 2-socket VM with a CPU present but offline"
 "$BIN" vm --cpus 4 --sockets 2 --append maxcpus=3 --timeout 600 -- sh -c "$TOPO" | tee "$out.topo"
@@ -185,7 +187,7 @@ def report(what):
     print("info " + what)
 if not any(l == "DONE" for l in lines):
     check(False, "the guest script ran to the end")
-for p in ["default", "slocal", "smove", "nest"]:
+for p in ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"]:
     st = get("STATE", p) or ""
     check(st.startswith("enabled warmcore"), f"{p}: sched_ext enabled with warmcore ({st!r})")
     check(get("STATE_AFTER", p) == "enabled", f"{p}: still enabled after the stress")
@@ -239,6 +241,20 @@ for p in ["default", "slocal", "smove", "nest"]:
         check(h is not None and hd is not None and share(h) >= 0.9 * share(hd),
               f"nest: no CPU idle while a hog waits (CPU time / wall = {round(share(h), 2)} of 4; "
               f"default policy {round(share(hd), 2)})")
+    if p.startswith("haiku-"):
+        c = f and f["counts"]
+        # The quantum timer is armed in ops.running: under the stress's hogs
+        # it must end quanta before the tick would, on any host.
+        check(c is not None and c["haiku_timer"] > 0 and c["haiku_quantum_end"] > 0,
+              f"{p}: the quantum timer ended running threads' quanta "
+              f"({c and c['haiku_timer']} by the timer, {c and c['haiku_quantum_end']} quanta used up)")
+        check(c is not None and c["haiku_pinned"] > 0, f"{p}: pinned threads went to their CPU's queue ({c and c['haiku_pinned']})")
+        # Which core a wake-up chooses depends on the emulator's timing; the
+        # modes' rules are checked in the simulator (crates/sim/tests/scx.rs,
+        # scx_haiku_*).
+        report(f"{p}: wake-ups cache-warm {c and c['haiku_warm']}, cold {c and c['haiku_cold']}, "
+               f"moved {c and c['haiku_moved']}, preemptions {c and c['haiku_preempt']}, "
+               f"on the small task core {c and c['haiku_small_core']}")
 def val(tag):
     for l in lines:
         if l.startswith(tag + " "):

@@ -27,10 +27,13 @@ pub struct SimArgs {
     /// Placement policy, with parameters: name[:key=value,...]. Built in:
     /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz),
     /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
-    /// r_impatient, s_max), haiku-low-latency, haiku-power-saving: the
-    /// papers' kernel patches, modelled on the fair class. scx:NAME runs
-    /// the sched_ext program of `warmcore sched` itself, NAME one of
-    /// default, slocal, smove, nest, with its options as parameters
+    /// r_impatient, s_max): the papers' kernel patches, modelled on the
+    /// fair class; haiku-low-latency, haiku-power-saving: simplified Rust
+    /// references of Haiku's scheduler (one priority, no penalties).
+    /// scx:NAME runs the sched_ext program of `warmcore sched` itself, NAME
+    /// one of default, slocal, smove, nest, haiku-low-latency,
+    /// haiku-power-saving (Haiku's scheduler in full), with its options as
+    /// parameters
     /// (scx:smove:delay_us=50 is --smove-delay-us 50, scx:nest:warm=off is
     /// --nest-no-warm).
     #[arg(long, default_value = "cfs")]

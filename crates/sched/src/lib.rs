@@ -48,6 +48,19 @@ pub enum Policy {
     /// Nest: primary and reserve nests, warm cores; primary-nest CPUs ask
     /// for the highest frequency, the others follow their utilisation.
     Nest,
+    /// Haiku's scheduler, low latency mode: a queue per core ordered by
+    /// effective priority (Linux nice 0 is Haiku's normal priority 10, nice
+    /// -20 is 20 and nice 19 is 1, SCHED_IDLE 1), penalties that cycle it,
+    /// quanta of 2 ms at priority 10 bounded by 5 ms / waiting threads
+    /// (at least 100 us); wake-ups spread over idle cores; frequency
+    /// targets step toward a load of 550/1000. --slice-us and
+    /// --slice-min-us do not apply.
+    HaikuLowLatency,
+    /// Haiku's scheduler, power saving mode: as haiku-low-latency with
+    /// quanta of 6 ms bounded by 20 ms / waiting threads (at least 500
+    /// us); small tasks are packed on one core while it stays below a load
+    /// of 700/1000, leaving the others idle.
+    HaikuPowerSaving,
 }
 
 impl Policy {
@@ -57,6 +70,8 @@ impl Policy {
             Policy::Slocal => bpf_intf::wc_policy_WC_POLICY_SLOCAL,
             Policy::Smove => bpf_intf::wc_policy_WC_POLICY_SMOVE,
             Policy::Nest => bpf_intf::wc_policy_WC_POLICY_NEST,
+            Policy::HaikuLowLatency => bpf_intf::wc_policy_WC_POLICY_HAIKU_LOW_LATENCY,
+            Policy::HaikuPowerSaving => bpf_intf::wc_policy_WC_POLICY_HAIKU_POWER_SAVING,
         }
     }
     pub fn name(self) -> &'static str {
@@ -65,6 +80,8 @@ impl Policy {
             Policy::Slocal => "slocal",
             Policy::Smove => "smove",
             Policy::Nest => "nest",
+            Policy::HaikuLowLatency => "haiku-low-latency",
+            Policy::HaikuPowerSaving => "haiku-power-saving",
         }
     }
 }
@@ -377,9 +394,18 @@ impl Drop for PinnedMap {
     }
 }
 
-/// The number of possible CPU ids, the online CPUs, and each CPU's die
-/// (last-level cache) id, from sysfs.
-fn topology() -> Result<(usize, Vec<usize>, Vec<u32>)> {
+/// What the scheduler needs of the machine: the number of possible CPU
+/// ids, the online CPUs, and per CPU its die (last-level cache) id and its
+/// core as the core's lowest-numbered CPU (WC_MAX_CPUS for a CPU offline,
+/// which haiku's core searches then skip).
+struct Topo {
+    nr: usize,
+    online: Vec<usize>,
+    llc: Vec<u32>,
+    core: Vec<u32>,
+}
+
+fn topology() -> Result<Topo> {
     let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
     let nr = *scx_utils::NR_CPU_IDS;
     let mut llc = vec![0u32; nr];
@@ -390,7 +416,17 @@ fn topology() -> Result<(usize, Vec<usize>, Vec<u32>)> {
             online.push(*id);
         }
     }
-    Ok((nr, online, llc))
+    let mut core = vec![bpf_intf::wc_consts_WC_MAX_CPUS; nr];
+    for c in topo.all_cores.values() {
+        if c.cpus.len() > bpf_intf::wc_consts_WC_MAX_SMT as usize {
+            bail!("a core with more than {} hardware threads: this build handles at most that many", bpf_intf::wc_consts_WC_MAX_SMT);
+        }
+        let first = c.cpus.keys().copied().min().unwrap_or(0) as u32;
+        for &cpu in c.cpus.keys().filter(|&&cpu| cpu < nr) {
+            core[cpu] = first;
+        }
+    }
+    Ok(Topo { nr, online, llc, core })
 }
 
 /// `--monitor SECS`: print the statistics of the scheduler running in another
@@ -502,7 +538,7 @@ struct Session<'a> {
 
 fn run_once(se: &Session) -> Result<Ended> {
     let opts = se.opts;
-    let (nr_cpus, online, llc) = topology()?;
+    let Topo { nr: nr_cpus, online, llc, core } = topology()?;
     if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
         bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
     }
@@ -571,6 +607,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         ro.slice_min_ns = opts.slice_min_us * 1000;
         for (cpu, &cache) in llc.iter().enumerate().take(nr_cpus) {
             ro.cpu_llc[cpu] = cache;
+            ro.cpu_core[cpu] = core[cpu];
             let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
             let khz = opts.smove_threshold_khz.or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_min_freq"))).unwrap_or(0);
             ro.smove_threshold_khz[cpu] = khz;

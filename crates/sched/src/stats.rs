@@ -47,11 +47,19 @@ pub const STAT_NAMES: [&str; intf::wc_stat_WC_NR_STATS as usize] = [
     "warm_ns",
     "warm_preempted",
     "nest_fork_hint",
+    "haiku_preempt",
+    "haiku_quantum_end",
+    "haiku_timer",
+    "haiku_moved",
+    "haiku_cold",
+    "haiku_warm",
+    "haiku_small_core",
+    "haiku_pinned",
 ];
 
 /// Operation names, in the order of `enum wc_prof_op`.
 pub const PROF_NAMES: [&str; intf::wc_prof_op_WC_NR_PROF as usize] =
-    ["select_cpu", "enqueue", "dispatch", "running", "stopping", "tick"];
+    ["select_cpu", "enqueue", "dispatch", "running", "stopping", "tick", "quantum_timer"];
 
 /// One operation of the profile.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, Stats)]

@@ -928,6 +928,9 @@ struct task_struct *wc_sim_task_new(u32 tid, s32 pid, s32 only_cpu)
 	t->p.pid = pid;
 	t->p.tgid = pid;
 	t->p.scx.weight = 100;	/* nice 0 */
+	t->p.static_prio = 120;	/* MAX_RT_PRIO + 20 + nice, nice 0 */
+	t->p.prio = 120;
+	t->p.normal_prio = 120;
 	t->p.cpus_ptr = &t->p.cpus_mask;
 	for (c = 0; c < wc_nr_cpus && c < WC_MASK_BITS; c++)
 		if (only_cpu < 0 || c == (u32)only_cpu)

@@ -20,6 +20,10 @@ enum wc_consts {
 	WC_MAX_CPUS = 1024,
 	/* DSQ ids: a task queue per CPU (id = cpu), a warmer queue per CPU. */
 	WC_WARM_DSQ_BASE = 1 << 20,
+	/* haiku-*: a queue per core, id = base + the core's first CPU. */
+	WC_CORE_DSQ_BASE = 2 << 20,
+	/* The most CPUs of one core (hardware threads). */
+	WC_MAX_SMT = 8,
 	WC_TASK_COMM_LEN = 16,
 };
 
@@ -28,6 +32,8 @@ enum wc_policy {
 	WC_POLICY_SLOCAL = 1,
 	WC_POLICY_SMOVE = 2,
 	WC_POLICY_NEST = 3,
+	WC_POLICY_HAIKU_LOW_LATENCY = 4,
+	WC_POLICY_HAIKU_POWER_SAVING = 5,
 };
 
 enum wc_freq_source {
@@ -69,6 +75,14 @@ enum wc_stat {
 	WC_ST_WARM_NS,		/* nest: total time the warmers ran */
 	WC_ST_WARM_PREEMPTED,	/* nest: warmer gave the core up to a task */
 	WC_ST_NEST_FORK_HINT,	/* nest: child placed on its parent's fork hint */
+	WC_ST_HAIKU_PREEMPT,	/* haiku: a queued thread preempted a lower-priority one */
+	WC_ST_HAIKU_QUANTUM_END,	/* haiku: quanta used up (penalties raised) */
+	WC_ST_HAIKU_TIMER,	/* haiku: the quantum timer ended a running thread's quantum */
+	WC_ST_HAIKU_MOVED,	/* haiku: a rebalance moved a thread to another core */
+	WC_ST_HAIKU_COLD,	/* haiku: a wake-up with its cache cold chose a core afresh */
+	WC_ST_HAIKU_WARM,	/* haiku: a wake-up with its cache warm stayed or rebalanced */
+	WC_ST_HAIKU_SMALL_CORE,	/* haiku power saving: placed on the small task core */
+	WC_ST_HAIKU_PINNED,	/* haiku: queued on a CPU's own queue (pinned) */
 	WC_NR_STATS,
 };
 
@@ -80,6 +94,7 @@ enum wc_prof_op {
 	WC_PROF_RUNNING,
 	WC_PROF_STOPPING,
 	WC_PROF_TICK,
+	WC_PROF_QUANTUM_TIMER,	/* haiku: the quantum timer's callback */
 	WC_NR_PROF,
 };
 

@@ -1022,6 +1022,9 @@ impl ScxPolicy {
         set(&mut prog, "freq_steer", 0, p.freq_steer as u64)?;
         for c in 0..machine.nr_cpus {
             set(&mut prog, "cpu_llc", c, machine.cpu_die[c as usize] as u64)?;
+            // A core is named by its lowest-numbered CPU.
+            let core = &machine.core_cpus[machine.cpu_core[c as usize] as usize];
+            set(&mut prog, "cpu_core", c, core.iter().copied().min().unwrap_or(c) as u64)?;
             // As `warmcore sched` sets them: the threshold in kHz, and on the
             // measure's scale with the base frequency as the reference.
             let khz = p.threshold_khz.unwrap_or(machine.min_khz()) as u64;
