@@ -22,7 +22,7 @@ from conftest import BIN, require
 SPEC = """
 machines = "default"
 seeds = [1, 2]
-metrics = ["makespan_ns", "metric.value", "energy_j", "migrations"]
+metrics = ["makespan_ns", "metric.value", "energy_j", "migrations", "policy_stats.armed"]
 
 [[workloads]]
 name = "hackbench"
@@ -159,6 +159,8 @@ def test_plot_sweep_draws_a_panel_per_other_axis(tmp_path):
     r = subprocess.run([str(BIN), "plot", "sweep", str(out), "--x", "policy.delay_us", "--y", "makespan_ns",
                         "--by", "workload.groups", "-o", str(png)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    # A metric that varies (policy_stats.armed) is not an axis: one panel.
+    assert pl.read_parquet(out / "results.parquet")["policy_stats.armed"].n_unique() > 1
     assert "(1 panel)" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Without --by, each workload is a panel of its own.

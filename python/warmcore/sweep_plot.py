@@ -11,6 +11,7 @@ except over seeds.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 
@@ -19,28 +20,22 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
-# Columns that describe a run rather than vary as an axis of the study.
-NOT_AXES = {"run", "key", "partial", "ejected", "error", "wall_s", "version", "seed"}
 # Spelled-out forms that repeat an axis of their own (workload = name + parameters).
-DERIVED = {"workload_name": "workload", "policy_name": "policy"}
+DERIVED = {"workload_name", "policy_name"}
 
 
-def load(path: pathlib.Path) -> pl.DataFrame:
+def load(path: pathlib.Path) -> tuple[pl.DataFrame, list[str]]:
+    """The table, and its axis columns (written by warmcore sweep into the
+    file's metadata: every other column describes or measures a run)."""
     f = path / "results.parquet" if path.is_dir() else path
     if not f.is_file():
         raise SystemExit(f"warmcore: no results at {f}: give the --out directory of warmcore sweep")
-    return pl.read_parquet(f)
-
-
-def axes(df: pl.DataFrame, metrics: set[str]) -> list[str]:
-    """The columns that vary and are not metrics: the study's axes."""
-    out = []
-    for c in df.columns:
-        if c in NOT_AXES or c in metrics or df[c].n_unique() < 2:
-            continue
-        out.append(c)
-    return out
+    meta = pq.read_schema(f).metadata or {}
+    if b"warmcore.axes" not in meta:
+        raise SystemExit(f"warmcore: {f} does not say which columns are axes: run warmcore sweep again on its directory to rewrite it")
+    return pl.read_parquet(f), json.loads(meta[b"warmcore.axes"])
 
 
 def summarize(df: pl.DataFrame, keys: list[str], y: str) -> pl.DataFrame:
@@ -53,27 +48,21 @@ def summarize(df: pl.DataFrame, keys: list[str], y: str) -> pl.DataFrame:
     )
 
 
-def panels(df: pl.DataFrame, x: str, by: str | None, y: str) -> list[str]:
-    """The other axes: one panel per combination of their values. The
-    workload (or policy) string, its name and its parameter axes say the
-    same thing at different detail: when x or --by uses one of them, the
-    others are not panels."""
-    metric_like = {c for c in df.columns if df[c].dtype.is_float() and "." not in c and c not in NOT_AXES}
+def panels(df: pl.DataFrame, axes: list[str], x: str, by: str | None) -> list[str]:
+    """The other axes that vary, seeds aside: one panel per combination of
+    their values. The workload (or policy) string, its name and its
+    parameter axes say the same thing at different detail: when x or --by
+    uses one of them, the others are not panels."""
     used = [u for u in (x, by) if u]
     family = {u.split(".")[0].removesuffix("_name") for u in used}
-    out = []
-    for a in axes(df, metric_like | {y}):
-        if a in used or a.startswith("metric"):
-            continue
-        if a.split(".")[0].removesuffix("_name") in family & {"workload", "policy"}:
-            continue
-        if a in DERIVED:
-            continue
-        out.append(a)
-    return out
+    return [
+        a for a in axes
+        if a not in used and a != "seed" and a not in DERIVED and df[a].n_unique() > 1
+        and a.split(".")[0] not in family & {"workload", "policy"}
+    ]
 
 
-def draw(df: pl.DataFrame, x: str, y: str, by: str | None, heat: bool, out: pathlib.Path) -> int:
+def draw(df: pl.DataFrame, axes: list[str], x: str, y: str, by: str | None, heat: bool, out: pathlib.Path) -> int:
     for c in (x, y, by):
         if c is not None and c not in df.columns:
             raise SystemExit(f"warmcore: results.parquet has no column '{c}'; columns: {', '.join(df.columns)}")
@@ -83,7 +72,7 @@ def draw(df: pl.DataFrame, x: str, y: str, by: str | None, heat: bool, out: path
     df = df.filter(pl.col(x).is_not_null())
     if df.height == 0:
         raise SystemExit(f"warmcore: no finished run has a value for {x}")
-    facets = panels(df, x, by, y)
+    facets = panels(df, axes, x, by)
     groups = df.partition_by(facets, as_dict=True, maintain_order=True) if facets else {(): df}
     n = len(groups)
     cols = min(n, 3)
@@ -136,12 +125,12 @@ def main(argv=None):
     ap.add_argument("--heat", action="store_true")
     ap.add_argument("-o", "--output", type=pathlib.Path)
     a = ap.parse_args(argv)
-    df = load(a.dir)
+    df, axes = load(a.dir)
     if df.height == 0:
         raise SystemExit(f"warmcore: {a.dir} has no finished runs yet")
     base = a.dir if a.dir.is_dir() else a.dir.parent
     out = a.output or base / f"{a.y}-by-{a.x}.png".replace("/", "_")
-    n = draw(df, a.x, a.y, a.by, a.heat, out)
+    n = draw(df, axes, a.x, a.y, a.by, a.heat, out)
     print(f"{out} ({n} panel{'s' if n != 1 else ''})")
 
 

@@ -145,6 +145,9 @@ pub fn metric(report: &serde_json::Value, path: &str) -> Option<f64> {
     v.as_f64().or_else(|| v.as_bool().map(|b| b as u8 as f64))
 }
 
+/// The columns every table has that are axes of the study.
+const AXIS_COLUMNS: &[&str] = &["machine", "workload", "workload_name", "policy", "policy_name", "governor", "seed"];
+
 /// The table: one row per finished run of the plan, every axis and metric a column.
 pub fn table(plan: &Plan, keys: &[String], done: &HashMap<String, Record>) -> Result<RecordBatch, String> {
     let rows: Vec<(u32, &Run, &Record)> = plan
@@ -196,5 +199,9 @@ pub fn table(plan: &Plan, keys: &[String], done: &HashMap<String, Record>) -> Re
     push("error", DataType::Utf8, true, text(&|_, rec| rec.error.clone()));
     push("wall_s", DataType::Float64, false, Arc::new(rows.iter().map(|x| x.2.wall_s).collect::<Float64Array>()));
     push("version", DataType::Utf8, false, text(&|_, rec| Some(rec.version.clone())));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| e.to_string())
+    // Which columns are the study's axes (the rest describe or measure a
+    // run), for readers such as `warmcore plot sweep`.
+    let axes: Vec<&str> = AXIS_COLUMNS.iter().copied().chain(plan.axes.iter().map(|a| a.column.as_str())).collect();
+    let meta = HashMap::from([("warmcore.axes".to_string(), serde_json::to_string(&axes).map_err(|e| e.to_string())?)]);
+    RecordBatch::try_new(Arc::new(Schema::new_with_metadata(fields, meta)), cols).map_err(|e| e.to_string())
 }

@@ -133,6 +133,13 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     assert!(first.iter().all(|r| r["makespan_ns"].as_f64().unwrap() > 0.0 && r["error"].is_null()), "{first:?}");
     assert_eq!(first[0]["run"], 0);
     assert_eq!(first[15]["run"], 15);
+    let f = std::fs::File::open(dir.path().join("results.parquet")).unwrap();
+    let meta = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().schema().metadata().clone();
+    let axes: Vec<String> = serde_json::from_str(&meta["warmcore.axes"]).unwrap();
+    assert_eq!(
+        axes,
+        ["machine", "workload", "workload_name", "policy", "policy_name", "governor", "seed", "workload.groups", "policy.delay_us"]
+    );
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (0, 16));
     assert_eq!(rows(dir.path()), first);
