@@ -189,21 +189,32 @@ pub fn check_ray_python(python: &std::path::Path) -> Result<(), String> {
 /// Stops the driver on every way out: an interrupt, an error, a panic.
 struct Driver(Child);
 
+impl Driver {
+    /// Whether the driver has ended within `limit`.
+    fn ended_within(&mut self, limit: Duration) -> bool {
+        let t0 = Instant::now();
+        loop {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return true;
+            }
+            if t0.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for Driver {
     fn drop(&mut self) {
         if let Ok(None) = self.0.try_wait() {
             // SIGINT first: the driver shuts its local Ray instance down.
             // SAFETY: kill(2) on the pid of a child this process started and has not reaped.
             unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(20) {
-                if let Ok(Some(_)) = self.0.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            if !self.ended_within(Duration::from_secs(20)) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
             }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
         }
     }
 }
@@ -298,13 +309,8 @@ fn run_ray(
             }
         }
     }
-    // Every result is in: the driver shuts its Ray instance down and ends.
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(30) {
-        if let Ok(Some(_)) = driver.0.try_wait() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Every result is in: the driver shuts its Ray instance down and ends
+    // (or is stopped on drop).
+    driver.ended_within(Duration::from_secs(30));
     Ok(())
 }
