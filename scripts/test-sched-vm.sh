@@ -324,8 +324,12 @@ other = sa and sb and sa["nest_other_die"] - sb["nest_other_die"]
 # boots). The rule (the die first) is checked in the simulator
 # (scx_nest_keeps_a_fork_wait_chain_on_two_cpus, on two sockets); this boot
 # reports it.
-print(f"info topology VM: nest searches during the chain that found a core on the other die: {other} of {placed}")
-print(f"info topology VM: the chain's samples on its die: {own} ({tc}); idle CPUs may pull a link across")
+# What is reported must have been measured: the chain ran and the
+# counters were read on both sides of it.
+check(tc is not None and tc["status"] == 0 and tc["n"] > 0, f"topology VM: nest ran the fork/wait chain ({tc})")
+check(placed is not None and placed > 0, f"topology VM: nest's search counters were read around the chain ({placed})")
+report(f"topology VM: nest searches during the chain that found a core on the other die: {other} of {placed}")
+report(f"topology VM: the chain's samples on its die: {own} ({tc}); idle CPUs may pull a link across")
 for p in ["default", "nest"]:
     try:
         wm = json.loads(tval(wide, f"WIDE_MIXED {p}") or "")
