@@ -196,13 +196,14 @@ fn claim8_needs_a_rise_and_a_fall() {
             .schbench
             .iter()
             .zip(counts)
-            .map(|((_, w), n)| {
-                let c = Cell::new(E7, w, "smove:timers_only=on", "powersave");
-                let mut d = done(&c, 1e9, FAST);
-                if let Ok(rep) = &mut d.report {
-                    rep.policy_stats = json!({"timers_triggered": n});
-                }
-                d
+            .flat_map(|((_, w), n)| {
+                ["smove:timers_only=on", "smove:timers_only=on,unsampled=low"].map(|p| {
+                    let mut d = done(&Cell::new(E7, w, p, "powersave"), 1e9, FAST);
+                    if let Ok(rep) = &mut d.report {
+                        rep.policy_stats = json!({"timers_triggered": n});
+                    }
+                    d
+                })
             })
             .collect();
         Results::new(v)
@@ -237,7 +238,7 @@ fn done_with(c: &Cell, metric: f64, f: impl FnOnce(&mut RunReport)) -> Done {
 fn claim4_results(s: &Setup, f: impl Fn(&str, &str) -> (f64, f64, f64)) -> Results {
     let mut v = Vec::new();
     for m in &s.nest_machines {
-        for p in ["cfs", "nest", "smove"] {
+        for p in ["cfs", "nest", "smove", SMOVE_UNSAMPLED_LOW] {
             let (metric, underload, energy) = f(m, p);
             v.push(done_with(&Cell::new(m, &s.configure, p, "schedutil"), metric, |r| {
                 r.underload_per_s = Some(underload);
@@ -284,6 +285,23 @@ fn claim4_passes_when_nest_is_faster_with_less_underload_and_energy() {
         _ => (98.0, 10.0, 1.0),
     });
     assert!(claim(4, &s).evaluate(&r, &s).reproduced);
+}
+
+#[test]
+fn claim4_says_whether_smove_hinges_on_the_start_sample() {
+    let s = Setup::new(true);
+    let o = claim(4, &s).evaluate(&claim4_uniform(&s, (80.0, 1.0, 0.9), 98.0), &s);
+    assert!(o.note.contains("does not hinge on that choice"), "{}", o.note);
+    let r = claim4_results(&s, |_, p| match p {
+        "cfs" => (100.0, 10.0, 1.0),
+        "nest" => (80.0, 1.0, 0.9),
+        SMOVE_UNSAMPLED_LOW => (70.0, 10.0, 1.0),
+        _ => (98.0, 10.0, 1.0),
+    });
+    let o = claim(4, &s).evaluate(&r, &s);
+    assert!(o.note.contains("S_move gives 6130-2s +30.0 %") && o.note.contains("hinges on that choice"), "{}", o.note);
+    // The grade is the default choice's.
+    assert_eq!(o.grade, Grade::Reproduced, "{o:?}");
 }
 
 #[test]

@@ -174,23 +174,38 @@ pub fn request(m: &Machine, share: f64, floor: u32, ceiling: u32) -> u32 {
     ((want as u32) / step * step).clamp(floor, ceiling)
 }
 
-/// The frequency a core shows `ns` after it leaves a long idle to run alone
-/// on its socket: for the hardware governors, the ramp of `hw_sample`; for
-/// schedutil, a new task's utilisation (half) grown over `ns`.
-pub fn freq_after_busy(m: &Machine, g: Governor, ns: u64) -> u32 {
+/// The average frequency over the first `ns` of a core that leaves a long
+/// idle to run alone on its socket, kHz: what APERF/MPERF shows at a tick
+/// `ns` into the run. For the hardware governors, the ramp of `hw_sample`;
+/// for schedutil, the request over a new task's utilisation (half) grown
+/// over the time.
+pub fn avg_freq_after_busy(m: &Machine, g: Governor, ns: u64) -> u32 {
     let ceiling = m.turbo_by_active[1];
     let floor = g.floor(m);
+    if ns == 0 {
+        return floor;
+    }
+    let mut area = 0.0;
     if g == Governor::Schedutil {
-        let util = 1.0 - 0.5 * (-(ns as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
-        return request(m, util, m.min_khz(), ceiling);
+        const STEPS: u64 = 64;
+        for i in 0..STEPS {
+            let t = (i * ns / STEPS) as f64;
+            let util = 1.0 - 0.5 * (-t * (std::f64::consts::LN_2 / 32e6)).exp();
+            area += request(m, util, m.min_khz(), ceiling) as f64 * (ns / STEPS) as f64;
+        }
+        return (area / (ns / STEPS * STEPS) as f64).round() as u32;
     }
     let mut core = CoreDvfs::new(floor);
     core.set_busy(0, true, m, g);
     let period = m.spec.dvfs.hw_sample_us * 1000;
-    let mut t = period;
-    while t <= ns {
-        core.freq = core.hw_sample(t, m, g, ceiling).0;
-        t += period;
+    let mut t = 0;
+    while t < ns {
+        let next = (t + period).min(ns);
+        area += core.freq as f64 * (next - t) as f64;
+        t = next;
+        if t % period == 0 {
+            core.freq = core.hw_sample(t, m, g, ceiling).0;
+        }
     }
-    core.freq
+    (area / ns as f64).round() as u32
 }

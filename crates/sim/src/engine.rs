@@ -159,13 +159,14 @@ impl Engine {
                 c
             })
             .collect();
-        // A core that has not ticked in this run last ticked before it,
-        // during some short burst of activity; what that tick saw is what
-        // the core reaches one tick after it starts: low where the hardware
-        // ramps slowly (the E7-8870 v4), high where it is fast (the 6130 and
-        // 5218: "when a core becomes idle there is often no clock tick that
-        // observes a low frequency", Nest, section 5.2).
-        let tick_freq = crate::dvfs::freq_after_busy(&machine, governor, TICK_NS);
+        // Before its first tick in the run, a CPU's sample is the one its
+        // last tick before the run took: the average over one tick of work
+        // started from idle, low where the hardware ramps slowly (the E7-8870
+        // v4), higher where it is fast (the 6130 and 5218: "when a core
+        // becomes idle there is often no clock tick that observes a low
+        // frequency", Nest, section 5.2). docs/model.md, S_move as patched;
+        // smove:unsampled=low is the other choice.
+        let tick_freq = crate::dvfs::avg_freq_after_busy(&machine, governor, TICK_NS);
         let cpus = (0..n)
             .map(|_| Cpu {
                 mode: Mode::Idle,
@@ -182,6 +183,13 @@ impl Engine {
                 wake_gen: 0,
                 tick_pending: false,
                 tick_freq,
+                ticked: false,
+                aperf: 0.0,
+                mperf: 0,
+                c0: false,
+                c0_t: 0,
+                tick_aperf: 0.0,
+                tick_mperf: 0,
                 nr: 0,
                 spin_until: 0,
                 spin_gen: 0,
@@ -410,7 +418,7 @@ impl Engine {
                 }
                 let t = cpu.curr.unwrap();
                 let f = self.sim.cur_freq(c);
-                self.sim.cpus[c as usize].tick_freq = f;
+                self.sim.tick_sample(c);
                 let pid = self.sim.tasks[t as usize].pid;
                 self.sim.emit(c, pid, ids::TICK, f, 0);
                 self.sim.schedutil_update(c, None);

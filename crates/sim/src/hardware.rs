@@ -75,14 +75,19 @@ impl Sim {
         let mut shallowest = u8::MAX;
         for &c in &threads[..n] {
             let cpu = &self.cpus[c as usize];
-            if cpu.mode == Mode::Running {
+            let c0 = if cpu.mode == Mode::Running {
                 running += 1;
-                busy = true;
-            } else if cpu.mode == Mode::Idle && cpu.spin_until > now {
-                busy = true;
-            }
+                true
+            } else {
+                cpu.mode == Mode::Idle && cpu.spin_until > now
+            };
+            busy |= c0;
             let st = if cpu.mode == Mode::Idle { cpu.idle_state } else { 0 };
             shallowest = shallowest.min(st);
+            if c0 != cpu.c0 {
+                self.count_perf(c);
+                self.cpus[c as usize].c0 = c0;
+            }
         }
         // Rates of running threads change when a sibling starts or stops.
         let st = &mut self.cores[core as usize];
@@ -114,6 +119,38 @@ impl Sim {
             }
             self.dvfs_kick(core);
         }
+    }
+}
+
+// ---- what a CPU's tick sees: APERF/MPERF ----
+impl Sim {
+    /// Bring the CPU's APERF/MPERF to now: both count only in C0, APERF at
+    /// the core's frequency, MPERF at a fixed rate (here: ns).
+    fn count_perf(&mut self, c: u32) {
+        let f = self.cores[self.machine.cpu_core[c as usize] as usize].freq;
+        let cpu = &mut self.cpus[c as usize];
+        if cpu.c0 {
+            let dt = self.now - cpu.c0_t;
+            cpu.aperf += f as f64 * dt as f64;
+            cpu.mperf += dt;
+        }
+        cpu.c0_t = self.now;
+    }
+
+    /// The tick's frequency sample: the average frequency over the C0 time
+    /// since the CPU's last tick, as the S_move patch reads APERF/MPERF
+    /// (docs/model.md, S_move as patched). A CPU whose tick stopped while
+    /// it idled averages over the C0 time on both sides of the idle period.
+    pub(crate) fn tick_sample(&mut self, c: u32) {
+        self.count_perf(c);
+        let cpu = &mut self.cpus[c as usize];
+        let dm = cpu.mperf - cpu.tick_mperf;
+        if dm > 0 {
+            cpu.tick_freq = ((cpu.aperf - cpu.tick_aperf) / dm as f64).round() as u32;
+        }
+        cpu.tick_aperf = cpu.aperf;
+        cpu.tick_mperf = cpu.mperf;
+        cpu.ticked = true;
     }
 }
 
@@ -179,6 +216,7 @@ impl Sim {
         for i in 0..n {
             let c = self.machine.core_cpus[core as usize][i];
             self.sync_progress(c);
+            self.count_perf(c);
         }
         self.cores[core as usize].freq = f;
         for i in 0..n {

@@ -100,8 +100,20 @@ pub struct Cpu {
     pub(crate) seg_gen: u32,
     pub(crate) wake_gen: u32,
     pub(crate) tick_pending: bool,
-    /// Frequency seen at the last tick on this CPU, kHz (0 before any).
+    /// The frequency sample of the CPU's last tick, kHz: the average over
+    /// the time it spent in C0 since the tick before (APERF/MPERF).
     pub tick_freq: u32,
+    /// Whether the CPU ticked in this run (before, `tick_freq` is derived
+    /// from the machine's state at the start).
+    pub(crate) ticked: bool,
+    /// The CPU's APERF and MPERF: kHz x ns and ns spent in C0 (running or
+    /// spinning), counted up to `c0_t`, and their values at the last tick.
+    pub(crate) aperf: f64,
+    pub(crate) mperf: u64,
+    pub(crate) c0: bool,
+    pub(crate) c0_t: u64,
+    pub(crate) tick_aperf: f64,
+    pub(crate) tick_mperf: u64,
     /// Tasks assigned to this CPU, running or runnable.
     pub nr: u32,
     pub(crate) spin_until: u64,
@@ -194,6 +206,10 @@ impl Sim {
     /// Frequency at the CPU's last tick, kHz: what a scheduler can sample.
     pub fn tick_freq(&self, c: u32) -> u32 {
         self.cpus[c as usize].tick_freq
+    }
+    /// Whether the CPU has ticked in this run.
+    pub fn ticked(&self, c: u32) -> bool {
+        self.cpus[c as usize].ticked
     }
     /// The exact current frequency (the simulator knows it; a kernel does not).
     pub fn cur_freq(&self, c: u32) -> u32 {

@@ -15,12 +15,13 @@
 //! 0 disables), `timers_only=on` for the overhead experiment of
 //! Fewer Cores, More Hertz, section 4.5 (Table 2): timers armed under the same
 //! condition, but the task goes to the fair class's choice and the handler
-//! does not migrate. `balance=off` passes through to the fair class.
+//! does not migrate. `unsampled=low` counts a CPU that has not ticked yet in
+//! the run as slow (by default it shows the sample the engine derives for
+//! an idle machine). `balance=off` passes through to the fair class.
 //!
-//! Modelling notes: a CPU that never ticked has no frequency sample (0); we
-//! treat it as at the minimum frequency, as its core has been idle since the
-//! start. Like the patch, the sample is the one of the CPU's last tick: an
-//! idle CPU gets no ticks (NO_HZ_IDLE), so its sample can be stale. A
+//! Modelling notes: the sample is the APERF/MPERF average of the CPU's last
+//! tick (the engine's `tick_freq`); an idle CPU gets no ticks (NO_HZ_IDLE),
+//! so its sample can be stale. A
 //! wake-up without a waker (timer, I/O) happens on the task's own CPU in the
 //! engine, so "the waker's CPU" is then the task's previous CPU.
 
@@ -55,6 +56,9 @@ pub struct SMove {
     delay_ns: u64,
     threshold_khz: u32,
     timers_only: bool,
+    /// A CPU with no tick yet in the run counts as slow (`unsampled=low`),
+    /// instead of showing the sample derived from the idle machine.
+    unsampled_low: bool,
     /// Per task with an armed timer: (first choice, timer).
     pending: HashMap<Tid, (u32, TimerId)>,
     n: Counters,
@@ -65,6 +69,7 @@ impl SMove {
         let mut delay_us = DEFAULT_DELAY_US;
         let mut threshold_khz = m.min_khz();
         let mut timers_only = false;
+        let mut unsampled_low = false;
         let mut rest = Vec::new();
         let num = |k: &str, v: &str| {
             v.parse::<u64>()
@@ -84,10 +89,17 @@ impl SMove {
                         _ => return Err(SimError::Input(format!("smove: timers_only must be on or off, not '{v}'"))),
                     }
                 }
+                "unsampled" => {
+                    unsampled_low = match v.as_str() {
+                        "low" => true,
+                        "sample" => false,
+                        _ => return Err(SimError::Input(format!("smove: unsampled must be low or sample, not '{v}'"))),
+                    }
+                }
                 "balance" => rest.push((k.clone(), v.clone())),
                 _ => {
                     return Err(SimError::Input(format!(
-                        "unknown smove parameter '{k}'; valid: delay_us, threshold_khz, timers_only, balance"
+                        "unknown smove parameter '{k}'; valid: delay_us, threshold_khz, timers_only, unsampled, balance"
                     )))
                 }
             }
@@ -98,15 +110,16 @@ impl SMove {
             delay_ns: delay_us * 1000,
             threshold_khz,
             timers_only,
+            unsampled_low,
             pending: HashMap::new(),
             n: Counters::default(),
         })
     }
 
     /// Whether `c` counts as a low-frequency CPU: its last tick's sample is
-    /// at or below the threshold (a CPU never sampled counts as low).
+    /// at or below the threshold.
     fn low_freq(&self, sim: &Sim, c: u32) -> bool {
-        self.threshold_khz > 0 && sim.tick_freq(c) <= self.threshold_khz
+        self.threshold_khz > 0 && (sim.tick_freq(c) <= self.threshold_khz || self.unsampled_low && !sim.ticked(c))
     }
 
     fn cancel(&mut self, sim: &mut Sim, t: Tid) {

@@ -324,8 +324,8 @@ fn schedutil_counts_a_forked_task_at_enqueue() {
 }
 
 #[test]
-fn an_unticked_core_shows_what_one_tick_of_work_reaches() {
-    use warmcore_sim::dvfs::freq_after_busy;
+fn an_unticked_core_shows_the_average_of_one_tick_of_work() {
+    use warmcore_sim::dvfs::avg_freq_after_busy as freq_after_busy;
     const TICK: u64 = 4_000_000;
     // The E7-8870 v4's hardware takes 29 ms from minimum to maximum: one
     // tick in, it is still near the minimum. Skylake's ramps faster.
@@ -341,4 +341,43 @@ fn an_unticked_core_shows_what_one_tick_of_work_reaches() {
     let su = freq_after_busy(&sky, Governor::Schedutil, TICK);
     assert!(su as f64 >= 0.625 * sky.max_khz() as f64 - 100_000.0 && su < sky.max_khz(), "{su}");
     assert!(freq_after_busy(&sky, Governor::Performance, TICK) >= sky.base_khz());
+}
+
+#[test]
+fn the_tick_samples_the_average_frequency_since_the_last_tick() {
+    // APERF/MPERF: the E7's slow ramp under powersave changes the frequency
+    // between ticks, so the average differs from the frequency at the tick.
+    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let c = Collect::default();
+    let p = make_policy("cfs", &m).unwrap();
+    let mut e = Engine::new(m.clone(), Governor::Powersave, p, busy_loop(8.0), 1, Box::new(c.clone())).unwrap();
+    let out = e.run(Limits::default()).unwrap();
+    let evs = c.0.borrow().clone();
+    let ticks: Vec<u64> = evs.iter().filter(|(cpu, ev)| *cpu == 0 && ev.id == ids::TICK).map(|(_, ev)| ev.ts).collect();
+    assert!(ticks.len() >= 3, "{} ticks in {} ns", ticks.len(), out.makespan_ns);
+    let (from, to) = (ticks[ticks.len() - 2], ticks[ticks.len() - 1]);
+    // The frequency history of CPU 0's core, integrated over (from, to].
+    let mut f = m.min_khz() as f64;
+    let mut area = 0.0;
+    let mut t = from;
+    let mut changed = false;
+    for (_, ev) in evs.iter().filter(|(cpu, ev)| *cpu == 0 && ev.id == ids::FREQ_CHANGE) {
+        if ev.ts <= from {
+            f = ev.a() as f64;
+        } else if ev.ts <= to {
+            area += f * (ev.ts - t) as f64;
+            t = ev.ts;
+            f = ev.a() as f64;
+            changed = true;
+        }
+    }
+    area += f * (to - t) as f64;
+    let want = (area / (to - from) as f64).round() as u32;
+    assert!(changed, "the frequency should still ramp between the last two ticks");
+    assert_eq!(e.sim.tick_freq(0), want);
+    assert_ne!(e.sim.tick_freq(0), e.sim.cur_freq(0));
+    // A CPU that never ran keeps the sample derived for the idle machine.
+    let start = warmcore_sim::dvfs::avg_freq_after_busy(&m, Governor::Powersave, 4_000_000);
+    assert!(!e.sim.ticked(5));
+    assert_eq!(e.sim.tick_freq(5), start);
 }
