@@ -75,6 +75,10 @@ pub struct CoreDvfs {
     /// Last schedutil update (u64::MAX: never).
     pub su_last: u64,
     pub energy_j: f64,
+    /// The last requests of schedutil and of the hardware's own algorithm,
+    /// kHz: with HWP under schedutil the core runs at the higher.
+    pub(crate) su_req: u32,
+    pub(crate) hw_req: u32,
     last_acct: u64,
     avg: f64,
     avg_t: u64,
@@ -92,6 +96,8 @@ impl CoreDvfs {
             gen: 0,
             su_last: u64::MAX,
             energy_j: 0.0,
+            su_req: freq,
+            hw_req: freq,
             last_acct: 0,
             avg: 0.0,
             avg_t: 0,

@@ -167,15 +167,14 @@ impl Sim {
             if self.cores[core as usize].freq > ceiling {
                 self.set_freq(core, ceiling);
             }
-            if self.governor != Governor::Schedutil {
-                self.dvfs_kick(core);
-            }
+            self.dvfs_kick(core);
         }
     }
 
-    /// Make sure a hardware-governor core has a sample pending.
+    /// Make sure a core whose hardware picks its frequency (a hardware
+    /// governor, or HWP under schedutil) has a sample pending.
     pub(crate) fn dvfs_kick(&mut self, core: u32) {
-        if self.governor == Governor::Schedutil {
+        if self.governor == Governor::Schedutil && !self.machine.spec.dvfs.hwp {
             return;
         }
         let st = &mut self.cores[core as usize];
@@ -197,7 +196,12 @@ impl Sim {
     pub(crate) fn dvfs_sample(&mut self, core: u32) {
         let ceiling = self.ceiling(core);
         let now = self.now;
-        let (f, again) = self.cores[core as usize].hw_sample(now, &self.machine, self.governor, ceiling);
+        let (hw, again) = self.cores[core as usize].hw_sample(now, &self.machine, self.governor, ceiling);
+        let st = &mut self.cores[core as usize];
+        st.hw_req = hw;
+        // Under schedutil with HWP, schedutil's request is the floor the
+        // hardware chooses above (intel_cpufreq_adjust_hwp, Linux 5.9).
+        let f = if self.governor == Governor::Schedutil { hw.max(st.su_req.min(ceiling)) } else { hw };
         self.set_freq(core, f);
         let st = &mut self.cores[core as usize];
         st.pending = false;
@@ -303,7 +307,10 @@ impl Sim {
             }
         }
         let f = crate::dvfs::request(&self.machine, util, self.machine.min_khz(), self.ceiling(core));
-        self.cores[core as usize].su_last = self.now;
+        let st = &mut self.cores[core as usize];
+        st.su_last = self.now;
+        st.su_req = f;
+        let f = if self.machine.spec.dvfs.hwp { f.max(st.hw_req.min(self.ceiling(core))) } else { f };
         self.set_freq(core, f);
     }
 }

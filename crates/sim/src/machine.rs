@@ -36,6 +36,11 @@ pub struct DvfsSpec {
     pub schedutil_rate_limit_us: u64,
     pub freq_step_mhz: u32,
     pub smt_share: f64,
+    /// Hardware-managed P-states (HWP): under schedutil the hardware may
+    /// run a core above the governor's request (docs/model.md, Hardware
+    /// P-states).
+    #[serde(default)]
+    pub hwp: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

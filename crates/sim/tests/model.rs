@@ -381,3 +381,24 @@ fn the_tick_samples_the_average_frequency_since_the_last_tick() {
     assert!(!e.sim.ticked(5));
     assert_eq!(e.sim.tick_freq(5), start);
 }
+
+#[test]
+fn with_hwp_the_hardware_runs_a_core_above_schedutils_request() {
+    // intel_cpufreq in passive mode with HWP: schedutil's request is the
+    // floor, the hardware's own choice can be higher. A busy loop then
+    // reaches the top frequency sooner than schedutil alone would take it.
+    let hwp = Machine::load("xeon-gold-6130-2s").unwrap();
+    assert!(hwp.spec.dvfs.hwp);
+    let mut plain = hwp.clone();
+    plain.spec.dvfs.hwp = false;
+    let top = hwp.turbo_by_active[1];
+    let reach = |m: &Machine| {
+        let (out, evs) = simulate(m.clone(), Governor::Schedutil, "cfs", busy_loop(40.0));
+        let at = evs.iter().find(|(c, e)| *c == 0 && e.id == ids::FREQ_CHANGE && e.a() >= top).map(|(_, e)| e.ts);
+        (out.makespan_ns, at.unwrap_or(u64::MAX))
+    };
+    let (t_hwp, top_hwp) = reach(&hwp);
+    let (t_plain, top_plain) = reach(&plain);
+    assert!(top_hwp < top_plain, "top frequency at {top_hwp} ns with HWP, {top_plain} ns without");
+    assert!(t_hwp < t_plain, "{t_hwp} ns with HWP, {t_plain} ns without");
+}
