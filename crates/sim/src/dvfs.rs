@@ -74,12 +74,10 @@ pub struct CoreDvfs {
     pub gen: u32,
     /// Last schedutil update (u64::MAX: never).
     pub su_last: u64,
-    pub energy_j: f64,
     /// The last requests of schedutil and of the hardware's own algorithm,
     /// kHz: with HWP under schedutil the core runs at the higher.
     pub(crate) su_req: u32,
     pub(crate) hw_req: u32,
-    last_acct: u64,
     avg: f64,
     avg_t: u64,
     idle_since: Option<u64>,
@@ -95,37 +93,12 @@ impl CoreDvfs {
             pending: false,
             gen: 0,
             su_last: u64::MAX,
-            energy_j: 0.0,
             su_req: freq,
             hw_req: freq,
-            last_acct: 0,
             avg: 0.0,
             avg_t: 0,
             // Long idle at the start: no bouncing.
             idle_since: None,
-        }
-    }
-
-    /// Power drawn now, W: C x V(f)^2 x f when busy, the idle state's power
-    /// otherwise (docs/model.md, Energy; coefficients in the machine file).
-    pub fn power(&self, m: &Machine) -> f64 {
-        if self.busy {
-            let p = &m.spec.power;
-            let (fmin, fmax) = (m.min_khz() as f64, m.max_khz() as f64);
-            let f = self.freq as f64;
-            let x = if fmax > fmin { ((f - fmin) / (fmax - fmin)).clamp(0.0, 1.0) } else { 1.0 };
-            let v = p.v_min + (p.v_max - p.v_min) * x;
-            p.dyn_coeff * v * v * f * 1e-6
-        } else {
-            m.spec.idle[self.idle_state as usize].power_w
-        }
-    }
-
-    /// Add the energy used since the last call.
-    pub fn account(&mut self, now: u64, m: &Machine) {
-        if now > self.last_acct {
-            self.energy_j += self.power(m) * (now - self.last_acct) as f64 * 1e-9;
-            self.last_acct = now;
         }
     }
 
@@ -168,6 +141,18 @@ impl CoreDvfs {
         let steady = if self.busy { f >= ceiling } else { f <= floor && !bouncing };
         (f, !steady)
     }
+}
+
+/// The dynamic power of a busy core at `f_khz` when its socket's voltage
+/// is the one `v_khz` needs, W: C x V^2 x f, V linear in frequency between
+/// the machine's minimum and maximum (docs/model.md, Energy; coefficients
+/// in the machine file).
+pub fn dynamic_power(m: &Machine, f_khz: u32, v_khz: u32) -> f64 {
+    let p = &m.spec.power;
+    let (fmin, fmax) = (m.min_khz() as f64, m.max_khz() as f64);
+    let x = if fmax > fmin { ((v_khz as f64 - fmin) / (fmax - fmin)).clamp(0.0, 1.0) } else { 1.0 };
+    let v = p.v_min + (p.v_max - p.v_min) * x;
+    p.dyn_coeff * v * v * f_khz as f64 * 1e-6
 }
 
 /// 1.25 x `share` x f_max (busy share for the hardware, utilisation for

@@ -236,6 +236,7 @@ impl Engine {
             cpus,
             cores,
             socket_active: vec![0; sockets],
+            socket_energy: vec![(0.0, 0, 0.0); sockets],
             actions: VecDeque::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             sink,
@@ -262,6 +263,10 @@ impl Engine {
             workload,
             machine,
         };
+        let mut sim = sim;
+        for socket in 0..sockets as u32 {
+            sim.refresh_socket_power(socket);
+        }
         Ok(Engine { sim, policy, check_invariants: std::env::var_os("WARMCORE_SIM_CHECK").is_some() })
     }
 

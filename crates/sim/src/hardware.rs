@@ -90,9 +90,10 @@ impl Sim {
             }
         }
         // Rates of running threads change when a sibling starts or stops.
+        let socket = self.machine.core_socket[core as usize];
+        self.account_socket(socket);
         let st = &mut self.cores[core as usize];
         let rates_change = st.running != running;
-        st.account(now, &self.machine);
         st.running = running;
         st.idle_state = shallowest;
         if rates_change {
@@ -119,6 +120,7 @@ impl Sim {
             }
             self.dvfs_kick(core);
         }
+        self.refresh_socket_power(socket);
     }
 }
 
@@ -214,8 +216,8 @@ impl Sim {
         if self.cores[core as usize].freq == f {
             return;
         }
-        let now = self.now;
-        self.cores[core as usize].account(now, &self.machine);
+        let socket = self.machine.core_socket[core as usize];
+        self.account_socket(socket);
         let n = self.machine.core_cpus[core as usize].len();
         for i in 0..n {
             let c = self.machine.core_cpus[core as usize][i];
@@ -230,6 +232,7 @@ impl Sim {
             }
             self.emit(c, 0, ids::FREQ_CHANGE, f, 0);
         }
+        self.refresh_socket_power(socket);
     }
 }
 
@@ -329,18 +332,44 @@ impl Sim {
             .unwrap_or(0) as u8
     }
 
+    /// Add the socket's energy since it was last counted, at the power it
+    /// has drawn since.
+    fn account_socket(&mut self, socket: u32) {
+        let (energy, last, power) = &mut self.socket_energy[socket as usize];
+        if self.now > *last {
+            *energy += *power * (self.now - *last) as f64 * 1e-9;
+            *last = self.now;
+        }
+    }
+
+    /// The power the socket's cores draw now, W, after a change of a core's
+    /// frequency or state: the socket's voltage is the one its fastest busy
+    /// core needs (Nest, section 5.2: the CPU's energy is set by the
+    /// highest-frequency core on the socket), each busy core draws
+    /// C x V^2 x f at that voltage, each idle core its idle state's power.
+    pub(crate) fn refresh_socket_power(&mut self, socket: u32) {
+        let cpc = self.machine.spec.cores_per_socket;
+        let cores = &self.cores[(socket * cpc) as usize..((socket + 1) * cpc) as usize];
+        let v_khz = cores.iter().filter(|c| c.busy).map(|c| c.freq).max().unwrap_or(0);
+        let m = &self.machine;
+        let power = cores
+            .iter()
+            .map(|c| if c.busy { crate::dvfs::dynamic_power(m, c.freq, v_khz) } else { m.spec.idle[c.idle_state as usize].power_w })
+            .sum();
+        self.socket_energy[socket as usize].2 = power;
+    }
+
     /// The energy of each socket from the start of the run to `end`: its
-    /// cores' (accounted up to `end`) and its static power.
+    /// cores' (counted up to `end`) and its static power.
     pub(crate) fn energy_per_socket(&mut self, end: u64) -> Vec<f64> {
-        let mut per_socket = vec![0.0; self.machine.nr_sockets() as usize];
-        for core in 0..self.machine.nr_cores {
-            self.cores[core as usize].account(end, &self.machine);
-            per_socket[self.machine.core_socket[core as usize] as usize] += self.cores[core as usize].energy_j;
+        let now = self.now;
+        self.now = end.max(now);
+        for socket in 0..self.machine.nr_sockets() {
+            self.account_socket(socket);
         }
-        for e in per_socket.iter_mut() {
-            *e += self.machine.spec.power.static_w_per_socket * end as f64 * 1e-9;
-        }
-        per_socket
+        self.now = now;
+        let static_w = self.machine.spec.power.static_w_per_socket;
+        self.socket_energy.iter().map(|(e, _, _)| e + static_w * end as f64 * 1e-9).collect()
     }
 }
 
@@ -360,6 +389,40 @@ fn ceil_ns(x: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::ceil_ns;
+
+    #[test]
+    fn a_socket_runs_at_the_voltage_of_its_fastest_busy_core() {
+        use crate::dvfs::dynamic_power;
+        use crate::engine::{CountSink, Engine};
+        let m = crate::Machine::load("xeon-gold-5218-2s").unwrap();
+        let p = crate::policy::make_policy("cfs", &m).unwrap();
+        use crate::program::{Amount, Step, Workload};
+        let mut w = Workload::new("one");
+        let prog = w.add("t", vec![Step::Compute(Amount::fixed(1e6)), Step::Exit]);
+        w.initial.push((prog, "t".into(), Some(0)));
+        let mut e = Engine::new(m.clone(), crate::Governor::Schedutil, p, w, 1, Box::new(CountSink::default())).unwrap();
+        let (fast, slow) = (m.max_khz(), m.min_khz());
+        let idle = m.spec.idle[m.spec.idle.len() - 1].power_w;
+        let cpc = m.spec.cores_per_socket as f64;
+        e.sim.refresh_socket_power(0);
+        assert!((e.sim.socket_energy[0].2 - cpc * idle).abs() < 1e-9);
+        // One slow busy core: its own voltage.
+        e.sim.cores[1].busy = true;
+        e.sim.cores[1].freq = slow;
+        e.sim.refresh_socket_power(0);
+        let alone = dynamic_power(&m, slow, slow) + (cpc - 1.0) * idle;
+        assert!((e.sim.socket_energy[0].2 - alone).abs() < 1e-9);
+        // A fast core beside it raises the slow one's voltage too.
+        e.sim.cores[0].busy = true;
+        e.sim.cores[0].freq = fast;
+        e.sim.refresh_socket_power(0);
+        let both = dynamic_power(&m, fast, fast) + dynamic_power(&m, slow, fast) + (cpc - 2.0) * idle;
+        assert!((e.sim.socket_energy[0].2 - both).abs() < 1e-9);
+        assert!(dynamic_power(&m, slow, fast) > 2.0 * dynamic_power(&m, slow, slow));
+        // The other socket is not affected.
+        e.sim.refresh_socket_power(1);
+        assert!((e.sim.socket_energy[1].2 - cpc * idle).abs() < 1e-9);
+    }
 
     #[test]
     fn ceil_ns_is_ceil() {

@@ -147,6 +147,8 @@ pub struct Sim {
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) cores: Vec<CoreDvfs>,
     pub(crate) socket_active: Vec<u32>,
+    /// Per socket: the energy of its cores up to `.1` and their power since.
+    pub(crate) socket_energy: Vec<(f64, u64, f64)>,
     pub(crate) actions: VecDeque<Action>,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) sink: Box<dyn Sink>,
