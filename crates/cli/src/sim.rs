@@ -25,7 +25,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub workload: String,
     /// Placement policy, with parameters: name[:key=value,...]. Built in:
-    /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz),
+    /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz, timers_only,
+    /// unsampled=low|sample),
     /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
     /// r_impatient, s_max): the papers' kernel patches, modelled on the
     /// fair class; haiku-low-latency, haiku-power-saving: simplified Rust
