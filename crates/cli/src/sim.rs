@@ -13,8 +13,8 @@ use warmcore_sim::{run, Limits, RunConfig, RunReport};
 #[derive(Args)]
 pub struct SimArgs {
     /// Machine preset (default, xeon-e7-8870v4, xeon-gold-6130-2s,
-    /// xeon-gold-6130-4s, xeon-gold-5218-2s, ryzen5-3400g, ryzen5-pro-4650g)
-    /// or a path to a machine .toml file.
+    /// xeon-gold-6130-4s, xeon-gold-5218-2s, ryzen5-3400g, ryzen5-pro-4650g,
+    /// core2duo-e8400) or a path to a machine .toml file.
     #[arg(long, default_value = "default")]
     pub machine: String,
     /// Workload and its parameters: name[:key=value,...], e.g.
@@ -30,7 +30,9 @@ pub struct SimArgs {
     /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
     /// r_impatient, s_max): the papers' kernel patches, modelled on the
     /// fair class; haiku-low-latency, haiku-power-saving: simplified Rust
-    /// references of Haiku's scheduler (one priority, no penalties).
+    /// references of Haiku's scheduler (one priority, no penalties);
+    /// haiku-old: a reference model of Haiku's scheduler before that one
+    /// (one run queue for the machine, 3 ms quantum).
     /// scx:NAME runs the sched_ext program of `warmcore sched` itself, NAME
     /// one of default, slocal, smove, nest, haiku-low-latency,
     /// haiku-power-saving (Haiku's scheduler in full), with its options as

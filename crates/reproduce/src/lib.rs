@@ -767,11 +767,14 @@ fn report_md(
                 fmt_opt(results.inversions(cell).ok(), 0),
             );
         }
+        // The speedup bars are relative to CFS: a claim is in them only
+        // with a CFS run beside another policy's.
+        let has_cfs = |cell: &Cell| c.runs.iter().any(|r| r.cell == cell.with_policy("cfs"));
         let figs: Vec<&Figure> = figures
             .iter()
             .filter(|f| {
                 f.series.iter().any(|x| c.runs.iter().any(|r| r.trace && x.trace.contains(&file_part(&r.cell.workload))))
-                    || (f.kind == "speedup" && c.runs.iter().any(|r| r.cell.policy != "cfs"))
+                    || (f.kind == "speedup" && c.runs.iter().any(|r| r.cell.policy != "cfs" && has_cfs(&r.cell)))
             })
             .collect();
         if !figs.is_empty() {

@@ -536,10 +536,12 @@ fn every_claim_has_a_source_in_the_papers_and_runs() {
     for quick in [true, false] {
         let s = Setup::new(quick);
         let claims = all_claims(&s);
-        assert_eq!(claims.iter().map(|c| c.id).collect::<Vec<_>>(), (1..=8).collect::<Vec<_>>());
+        assert_eq!(claims.iter().map(|c| c.id).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
         for c in &claims {
             assert!(
-                c.source.starts_with("Fewer Cores, More Hertz, ") || c.source.starts_with("Nest, "),
+                ["Fewer Cores, More Hertz, ", "Nest, ", "Haiku's scheduler post, "]
+                    .iter()
+                    .any(|p| c.source.starts_with(p)),
                 "{}",
                 c.source
             );
@@ -578,4 +580,61 @@ fn parallel_runs_keep_the_order_and_the_results_of_serial_ones() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Claim 9's runs: haiku-old at 1000 operations per second on every test,
+/// the new scheduler changed by `change(test, column)` percent (column 0:
+/// 1 thread, 1: 2 threads).
+fn claim9_results(change: impl Fn(&HaikuTest, usize) -> f64) -> Results {
+    let mut v = Vec::new();
+    for t in HAIKU_TESTS {
+        for (k, copies) in [1, 2].into_iter().enumerate() {
+            let old = Cell::new(CORE2, &unixbench(t.test, copies), "haiku-old", "performance");
+            let new = old.with_policy(HAIKU_NEW);
+            for (c, value) in [(old, 1000.0), (new, 1000.0 * (1.0 + change(t, k) / 100.0))] {
+                v.push(done_with(&c, value, |r| {
+                    r.metric = WorkloadMetric {
+                        name: "unixbench_ops_per_s".into(),
+                        better: "higher".into(),
+                        value,
+                        percentiles: None,
+                    }
+                }));
+            }
+        }
+    }
+    Results::new(v)
+}
+
+#[test]
+fn claim9_passes_on_the_posts_changes() {
+    let s = Setup::new(true);
+    let o = claim(9, &s).evaluate(&claim9_results(|t, k| t.paper[k]), &s);
+    assert!(o.reproduced && o.grade == Grade::Reproduced, "{o:?}");
+    assert!(o.sim_value.contains("1 thread: context switching -24.7 %"), "{}", o.sim_value);
+    // Every change 1.6 times the post's (the on-par ones kept): the
+    // direction only.
+    let o = claim(9, &s).evaluate(
+        &claim9_results(|t, k| if t.paper[k].abs() <= ON_PAR_PCT { t.paper[k] } else { t.paper[k] * 1.6 }),
+        &s,
+    );
+    assert_eq!(o.grade, Grade::DirectionOnly, "{o:?}");
+}
+
+#[test]
+fn claim9_fails_when_a_change_is_missing_or_leaves_the_band() {
+    let s = Setup::new(true);
+    // File copy the same under both: not reproduced, and the note names
+    // what the model lacks.
+    let o = claim(9, &s)
+        .evaluate(&claim9_results(|t, k| if t.name.starts_with("file copy") { 0.0 } else { t.paper[k] }), &s);
+    assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
+    assert!(o.note.contains("neither caches nor kernel locks"), "{}", o.note);
+    // A loss inside the on-par band (exactly at it counts as on par).
+    let o = claim(9, &s).evaluate(&claim9_results(|t, k| if t.test == 2 && k == 0 { -5.0 } else { t.paper[k] }), &s);
+    assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
+    // The post's on-par 2-thread copy (+2.6 %) simulated as a gain.
+    let o = claim(9, &s).evaluate(&claim9_results(|t, k| if t.test == 5 && k == 1 { 10.0 } else { t.paper[k] }), &s);
+    assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
+    assert!(!o.note.contains("neither caches"), "{}", o.note);
 }

@@ -8,6 +8,7 @@ pub mod cfs;
 pub mod dvfs;
 pub mod engine;
 pub mod haiku;
+pub mod haiku_old;
 mod hardware;
 mod interp;
 pub mod machine;

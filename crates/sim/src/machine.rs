@@ -18,6 +18,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("xeon-gold-5218-2s", include_str!("../../../machines/xeon-gold-5218-2s.toml")),
     ("ryzen5-3400g", include_str!("../../../machines/ryzen5-3400g.toml")),
     ("ryzen5-pro-4650g", include_str!("../../../machines/ryzen5-pro-4650g.toml")),
+    ("core2duo-e8400", include_str!("../../../machines/core2duo-e8400.toml")),
 ];
 
 /// The highest frequency a machine file may give, in MHz: 100 GHz.

@@ -188,7 +188,8 @@ impl<P: OnCfs> Policy for P {
 }
 
 /// The names `make_policy` accepts.
-pub const POLICIES: &[&str] = &["cfs", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"];
+pub const POLICIES: &[&str] =
+    &["cfs", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving", "haiku-old"];
 
 /// Build a policy from `name[:key=value,...]`.
 pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
@@ -199,6 +200,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         "smove" => Ok(Box::new(crate::smove::SMove::new(machine, &params)?)),
         "haiku-low-latency" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::LowLatency, &params)?)),
         "haiku-power-saving" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::PowerSaving, &params)?)),
+        "haiku-old" => Ok(Box::new(crate::haiku_old::HaikuOld::new(machine, &params)?)),
         "nest" => Ok(Box::new(crate::nest::Nest::new(machine, &params)?)),
         "scx" => {
             // scx:NAME[:key=value,...]: the sched_ext program's policy NAME.

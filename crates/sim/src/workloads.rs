@@ -376,16 +376,26 @@ fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// by `test`: 0 = execl throughput (a process exec'ing itself), 1 = pipe
 /// throughput (one process writing then reading a pipe), 2 = pipe-based
 /// context switching (two processes ping-ponging over two pipes), 3 = shell
-/// scripts with 1 concurrent, 4 = shell scripts with 8 concurrent. The
-/// metric is operations per second of the run (higher is better).
+/// scripts with 1 concurrent, 4 = shell scripts with 8 concurrent, 5, 6, 7 =
+/// file copy (fstime's copy test) with 1024-byte buffers and 2000 blocks,
+/// 256 and 500, 4096 and 8000: one process reading a buffer from one file
+/// and writing it to another, both rewound at the end of the file (max
+/// blocks KiB). `copies` runs that many copies of the test at once, as
+/// UnixBench's parallel runs. The metric is operations per second of the run
+/// (higher is better); a file copy's operation is one buffer copied.
 /// ASSUMPTIONS: exec 150 us, pipe operation 2 us, a script forks 4
-/// utilities of 1 ms each; 2000 operations (100 scripts per copy).
+/// utilities of 1 ms each; a file read or write call 2.4 us plus 0.45 us per
+/// KiB moved (docs/model.md, Workloads); 2000 operations per copy (100
+/// scripts per copy).
 fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let test = p.int("test", 2)?;
     let ops = p.int("operations", 2000)?.max(1);
     let exec = p.num("exec_us", 150.0)?;
     let pipe_op = p.num("pipe_us", 2.0)?;
     let util = p.num("utility_us", 1000.0)?;
+    let file_call = p.num("file_call_us", 2.4)?;
+    let per_kib = p.num("file_kib_us", 0.45)?;
+    let copies = p.int("copies", 1)?.max(1);
     let main = match test {
         0 => {
             let body = w.add("execl", vec![Step::Exec("execl".into()), work(exec, 0.1), Step::Measure(0)]);
@@ -434,7 +444,28 @@ fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
             m.push(Step::Exit);
             w.add("shell", m)
         }
-        _ => return Err(SimError::Input(format!("unixbench: test must be 0 to 4 (execl, pipe, context, shell1, shell8), not {test}"))),
+        5..=7 => {
+            let (bufsize, max_blocks) = [(1024, 2000), (256, 500), (4096, 8000)][test as usize - 5];
+            let call = file_call + per_kib * bufsize as f64 / 1024.0;
+            let block = w.add("fstime", vec![work(call, 0.1), work(call, 0.1), Step::Measure(0)]);
+            // A pass copies the whole file, then both files are rewound.
+            let per_pass = max_blocks * 1024 / bufsize;
+            let pass = w.add("fstime", vec![Step::Repeat(block, per_pass), work(2.0 * file_call, 0.1)]);
+            w.add("fstime", vec![Step::Repeat(pass, ops / per_pass), Step::Repeat(block, ops % per_pass), Step::Exit])
+        }
+        _ => {
+            return Err(SimError::Input(format!(
+                "unixbench: test must be 0 to 7 (execl, pipe, context, shell1, shell8, copy1024, copy256, copy4096), not {test}"
+            )))
+        }
+    };
+    let main = if copies == 1 {
+        main
+    } else {
+        let mut m: Vec<Step> = (0..copies).map(|_| Step::Fork(main)).collect();
+        m.push(Step::WaitAll);
+        m.push(Step::Exit);
+        w.add("unixbench", m)
     };
     w.initial.push((main, "unixbench".into(), Some(0)));
     w.metric = Some(MetricSpec { name: "unixbench_ops_per_s".into(), kind: MetricKind::Throughput });

@@ -8,8 +8,8 @@ use std::rc::Rc;
 
 use warmcore_sim::engine::{Engine, Limits, Outcome, Sink};
 use warmcore_sim::policy::make_policy;
-use warmcore_sim::{Governor, Machine};
 use warmcore_sim::program::{Amount, Step, Workload};
+use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
 /// Keeps every (cpu, event) the engine emits; clones share the list.
@@ -39,6 +39,8 @@ pub const SMALL_WORKLOADS: &[&str] = &[
     "unixbench:test=2,operations=50",
     "unixbench:test=3,operations=40",
     "unixbench:test=4,operations=40",
+    "unixbench:test=5,operations=50",
+    "unixbench:test=7,operations=50,copies=2",
 ];
 
 /// A parent on CPU 0 forks a 1 ms child, then either waits at once or keeps
