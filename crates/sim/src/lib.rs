@@ -10,6 +10,7 @@ pub mod engine;
 pub mod haiku;
 mod hardware;
 mod interp;
+pub mod kernel_time;
 pub mod machine;
 pub mod nest;
 pub mod policy;
