@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # make bench: every benchmark, figures printed beside a baseline of the same
-# run. BENCHMARKS.md records the figures with these commands.
+# run. BENCHMARKS.md records the figures with these commands. With
+# BEFORE=path/to/an/older/warmcore, the simulator runs also run with that
+# build, side by side (scripts/bench-compare.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=target/release/warmcore
@@ -34,6 +36,11 @@ echo "kbuild, 320 jobs, on xeon-e7-8870v4"; sim --machine xeon-e7-8870v4 --workl
 echo "hackbench, 10,000 threads, on xeon-e7-8870v4"; sim --machine xeon-e7-8870v4 --workload hackbench:groups=250,loops=100
 echo "wake-up storm: periodic, 1000 tasks, 100 us on / 100 us off, 160 CPUs, 10 s"
 sim --machine xeon-e7-8870v4 --workload periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=10000
+
+if [ -n "${BEFORE:-}" ]; then
+    echo "== the simulator, this build beside BEFORE=$BEFORE (wall-time ratio target: <= 1.2)"
+    scripts/bench-compare.sh "$BEFORE" "$BIN"
+fi
 
 echo "== the sched_ext program in the simulator (scx:NAME) beside the simulator's own models, one run each, side by side"
 echo "   targets: the storm under scx:default >= 1 simulated s per wall s; scx:nest >= 1/3 of nest's events/s"

@@ -140,6 +140,9 @@ fn print_report(r: &RunReport) {
     println!("makespan   {}", ms(r.makespan_ns as f64));
     println!("energy     {:.3} J", r.energy_j);
     println!("migrations {}", r.migrations);
+    // What the placements cost the placing CPUs (docs/model.md, The kernel's own time).
+    let per = r.placement_scans as f64 / r.placements.max(1) as f64;
+    println!("placements {} ({per:.1} CPUs looked at each)", r.placements);
     println!("{:<10} {:.6}", r.metric.name, r.metric.value);
     if !r.policy_stats.is_null() {
         println!("decisions  {}", r.policy_stats);

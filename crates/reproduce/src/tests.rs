@@ -38,6 +38,8 @@ fn report(c: &Cell, seed: u64, metric: f64, bands: &[(u32, u32, f64)]) -> RunRep
         metric: WorkloadMetric { name: "completion_time_ns".into(), better: "lower".into(), value: metric, percentiles: None },
         workload_params: vec![],
         policy_stats: json!({"armed": 5, "high_freq": 2, "timers_triggered": 7}),
+        placements: 0,
+        placement_scans: 0,
     }
 }
 

@@ -360,6 +360,7 @@ impl Cfs {
 
     fn idle_without(&self, sim: &Sim, c: u32, exclude: Option<u32>) -> bool {
         if exclude == Some(c) {
+            sim.note_scan(1);
             self.nr_without(c, exclude) == 0
         } else {
             self.idle(sim, c)
@@ -541,7 +542,10 @@ impl Cfs {
         (0..n).map(move |i| cpus[(start + i) % n])
     }
 
+    /// Whether `c` is idle; each test is one CPU looked at, which a
+    /// placement pays for (docs/model.md, The kernel's own time).
     fn idle(&self, sim: &Sim, c: u32) -> bool {
+        sim.note_scan(1);
         self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
     }
 

@@ -31,6 +31,7 @@ use warmcore_trace::{ids, Event};
 
 use crate::dvfs::{CoreDvfs, Governor};
 use crate::interp::{Barrier, BlockedOn, Pipe, WaitFor};
+use crate::kernel_time;
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
 use crate::program::{ProgId, Step, Workload};
@@ -137,6 +138,9 @@ pub struct Outcome {
     pub samples: Vec<u64>,
     pub measures: u64,
     pub policy_stats: serde_json::Value,
+    /// Placements, and the CPUs the policy looked at in them.
+    pub placements: u64,
+    pub placement_scans: u64,
 }
 
 impl Engine {
@@ -258,6 +262,9 @@ impl Engine {
             abort: None,
             perf_target: None,
             daemon_prog,
+            scanned: std::cell::Cell::new(0),
+            placements: 0,
+            placement_scans: 0,
             steps: std::rc::Rc::new(steps),
             prog_span,
             workload,
@@ -355,6 +362,8 @@ impl Engine {
             samples: std::mem::take(&mut s.samples),
             measures: s.measures,
             policy_stats: self.policy.stats(),
+            placements: s.placements,
+            placement_scans: s.placement_scans,
         })
     }
 
@@ -605,13 +614,26 @@ impl Engine {
             util_t: self.sim.now,
             pinned: None,
             daemon: false,
+            owed: 0.0,
+            last_cpu: u32::MAX,
+            last_stop_ns: 0,
+            fork_copied: false,
         });
         self.sim.alive += 1;
         (self.sim.tasks.len() - 1) as Tid
     }
 
+    /// The policy's placement of `t`; the waker (the parent for a fork, the
+    /// task itself for exec) pays for the CPUs the policy looked at.
     pub(crate) fn checked_select(&mut self, t: Tid, prev: u32, w: Wake) -> u32 {
+        self.sim.scanned.set(0);
         let c = self.policy.select_cpu(&mut self.sim, t, prev, w);
+        let scanned = self.sim.scanned.get();
+        self.sim.placements += 1;
+        self.sim.placement_scans += scanned as u64;
+        if let Some(payer) = w.waker {
+            self.sim.tasks[payer as usize].owed += kernel_time::placement_cycles(scanned);
+        }
         if c < self.sim.machine.nr_cpus {
             c
         } else {
@@ -630,6 +652,12 @@ impl Engine {
         let pid = task.pid;
         let w = Wake { kind: WakeKind::Wakeup, waker, waker_cpu, sync };
         let target = self.checked_select(t, prev, w);
+        if let Some(wk) = waker {
+            // A timer or I/O wake-up (no waker) runs in an interrupt that
+            // the model does not charge.
+            let remote = if target != waker_cpu { kernel_time::REMOTE_WAKEUP_CYCLES } else { 0.0 };
+            self.sim.tasks[wk as usize].owed += kernel_time::WAKEUP_CYCLES + remote;
+        }
         let waker_pid = waker.map(|w| self.sim.tasks[w as usize].pid).unwrap_or(0);
         self.sim.emit(waker_cpu, pid, ids::WAKEUP, target, waker_pid);
         if target != prev {
@@ -660,6 +688,7 @@ impl Engine {
         self.sim.task_util(t);
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.pelt_update(c);
+        self.sim.tasks[t as usize].last_stop_ns = self.sim.now;
         let cpu = &mut self.sim.cpus[c as usize];
         cpu.curr = None;
         cpu.mode = Mode::Switching;
@@ -712,9 +741,25 @@ impl Engine {
                 let cpu = &mut self.sim.cpus[c as usize];
                 cpu.mode = Mode::Running;
                 cpu.curr = Some(t);
+                // The switch itself, and the refill of the caches a hot task
+                // left on another core (docs/model.md, The kernel's own time).
+                let task = &self.sim.tasks[t as usize];
+                let mut cost = if ppid != pid { kernel_time::CTX_SWITCH_CYCLES } else { 0.0 };
+                if task.last_cpu != c
+                    && task.last_cpu != u32::MAX
+                    && now - task.last_stop_ns.min(now) < kernel_time::CACHE_HOT_NS
+                {
+                    cost += kernel_time::refill_cycles(&self.sim.machine, task.last_cpu, c);
+                }
                 let task = &mut self.sim.tasks[t as usize];
                 task.state = TState::Running;
                 task.last_run_ns = now;
+                task.last_cpu = c;
+                task.owed += cost;
+                if task.remaining > 0.0 {
+                    // It resumes a computation: the kernel's work goes first.
+                    task.remaining += std::mem::take(&mut task.owed);
+                }
                 if was_idle {
                     self.policy.update_idle(&mut self.sim, c, false);
                 }

@@ -304,7 +304,10 @@ impl Haiku {
             .max_by_key(|&c| (self.core_load(c), std::cmp::Reverse(c)))
     }
 
+    /// Whether all of a core's CPUs are idle; each core looked at is paid
+    /// for by the placement (docs/model.md, The kernel's own time).
     fn core_idle(&self, sim: &Sim, c: usize) -> bool {
+        sim.note_scan(1);
         self.cores[c].cpus.iter().all(|&x| self.running[x as usize].is_none() && sim.cpu_is_idle(x))
     }
 
@@ -439,7 +442,10 @@ impl Haiku {
     /// else the previous CPU or the core's first.
     fn choose_cpu(&self, sim: &Sim, core: usize, prev: u32) -> u32 {
         let cpus = &self.cores[core].cpus;
-        let idle = |c: u32| self.running[c as usize].is_none() && sim.cpu_is_idle(c);
+        let idle = |c: u32| {
+            sim.note_scan(1);
+            self.running[c as usize].is_none() && sim.cpu_is_idle(c)
+        };
         if cpus.contains(&prev) && idle(prev) {
             return prev;
         }

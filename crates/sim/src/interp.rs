@@ -17,6 +17,7 @@ use warmcore_trace::event::prev_state;
 use warmcore_trace::ids;
 
 use crate::engine::{Action, Engine, Kind};
+use crate::kernel_time;
 use crate::policy::{Enq, Wake, WakeKind};
 use crate::program::{ProgId, Step};
 use crate::sim::{Sim, TState, Tid};
@@ -87,6 +88,10 @@ impl Engine {
         loop {
             let step = {
                 let task = &mut self.sim.tasks[t as usize];
+                if task.frames.is_empty() && task.owed >= 1.0 {
+                    self.pay_owed(c, t);
+                    return Ok(());
+                }
                 let Some(fr) = task.frames.last_mut() else {
                     self.exit(c, t);
                     return Ok(());
@@ -106,6 +111,12 @@ impl Engine {
                     continue;
                 }
                 let s = &steps[fr.pc as usize];
+                if task.owed >= 1.0 && !matches!(s, Step::Compute(_)) {
+                    // The kernel's work for the last steps comes before this
+                    // one (a computation adds it to its own).
+                    self.pay_owed(c, t);
+                    return Ok(());
+                }
                 fr.pc += 1;
                 s
             };
@@ -115,7 +126,7 @@ impl Engine {
             match *step {
                 Step::Compute(a) => {
                     let u = if a.jitter > 0.0 { self.sim.uniform() } else { 0.0 };
-                    let cycles = a.sample(u);
+                    let cycles = a.sample(u) + std::mem::take(&mut self.sim.tasks[t as usize].owed);
                     if cycles < 1.0 {
                         continue;
                     }
@@ -136,6 +147,18 @@ impl Engine {
                     return Ok(());
                 }
                 Step::Fork(p) => {
+                    let task = &mut self.sim.tasks[t as usize];
+                    if !task.fork_copied {
+                        // fork copies the parent before it wakes the child
+                        // (wake_up_new_task ends copy_process): the copy
+                        // first, then this step again.
+                        task.fork_copied = true;
+                        task.owed = kernel_time::FORK_CYCLES;
+                        task.frames.last_mut().unwrap().pc -= 1;
+                        self.pay_owed(c, t);
+                        return Ok(());
+                    }
+                    task.fork_copied = false;
                     let comm = self.sim.tasks[t as usize].comm.clone();
                     let child = self.new_task(p, &comm, Some(t));
                     self.sim.tasks[t as usize].children += 1;
@@ -153,6 +176,7 @@ impl Engine {
                     self.sim.kick(target);
                 }
                 Step::Exec(ref comm) => {
+                    self.sim.tasks[t as usize].owed += kernel_time::EXEC_CYCLES;
                     self.sim.emit_comm(c, pid, comm);
                     self.sim.sink.note_process(pid, 0, comm, now);
                     self.sim.tasks[t as usize].comm.clone_from(comm);
@@ -309,6 +333,15 @@ impl Engine {
         } else {
             self.sim.tasks[w as usize].remaining = 0.0;
         }
+    }
+
+    /// Run the kernel's work owed by `t` as a computation; its program
+    /// goes on where it was when that ends.
+    fn pay_owed(&mut self, c: u32, t: Tid) {
+        let task = &mut self.sim.tasks[t as usize];
+        task.remaining = std::mem::take(&mut task.owed);
+        self.sim.zero_time_steps = 0;
+        self.sim.start_segment(c);
     }
 
     fn zero_time(&mut self) -> Result<(), SimError> {

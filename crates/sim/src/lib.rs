@@ -11,6 +11,7 @@ pub mod haiku;
 pub mod haiku_old;
 mod hardware;
 mod interp;
+pub mod kernel_time;
 pub mod machine;
 pub mod nest;
 pub mod policy;

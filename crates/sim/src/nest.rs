@@ -312,6 +312,9 @@ impl Nest {
     /// Without the flag, tasks placed there that have not run yet are not
     /// seen (the race of section 3.4).
     pub fn available(&self, sim: &Sim, c: u32) -> bool {
+        // One CPU looked at, which a placement pays for (docs/model.md, The
+        // kernel's own time).
+        sim.note_scan(1);
         let cpu = sim.cpu(c);
         if cpu.curr.is_some() || cpu.mode == Mode::Running {
             return false;

@@ -16,7 +16,10 @@
 //! Through `Sim` a policy reads the time, the topology, each CPU's current
 //! task, idle state and frequency at its last tick, and asks for preemption
 //! (`resched`), an idle CPU's wake-up (`kick`), a queued task's reassignment
-//! (`set_task_cpu`), timers, idle spinning and its own trace events.
+//! (`set_task_cpu`), timers, idle spinning and its own trace events. In
+//! `select_cpu` it reports each CPU it looks at (`note_scan`): the placing
+//! CPU pays for them (docs/model.md, The kernel's own time); a policy that
+//! reports none places for free.
 //!
 //! A policy that changes only some decisions of the fair class (`slocal`,
 //! `smove`, `nest`) implements `OnCfs` instead: the hooks it does not write

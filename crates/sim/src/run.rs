@@ -82,6 +82,13 @@ pub struct RunReport {
     pub metric: WorkloadMetric,
     pub workload_params: Vec<(String, String)>,
     pub policy_stats: serde_json::Value,
+    /// Placements (select_cpu calls) and the CPUs the policy looked at in
+    /// them, which the placing CPU paid for (docs/model.md, The kernel's
+    /// own time).
+    #[serde(default)]
+    pub placements: u64,
+    #[serde(default)]
+    pub placement_scans: u64,
 }
 
 /// Feeds every event to the shared trace analysis and, when asked, to a
@@ -266,5 +273,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         metric,
         workload_params: params,
         policy_stats: out.policy_stats,
+        placements: out.placements,
+        placement_scans: out.placement_scans,
     })
 }

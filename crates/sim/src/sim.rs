@@ -73,6 +73,16 @@ pub struct Task {
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,
+    /// The kernel's work done on its behalf that it has not yet paid,
+    /// cycles (kernel_time.rs): paid before its next step.
+    pub(crate) owed: f64,
+    /// The CPU it last ran on (u32::MAX before its first run) and when it
+    /// stopped there, for the cache refill after a migration.
+    pub(crate) last_cpu: u32,
+    pub(crate) last_stop_ns: u64,
+    /// Its fork step's copy is done: the next run of that step creates
+    /// the child.
+    pub(crate) fork_copied: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +189,10 @@ pub struct Sim {
     pub(crate) perf_target: Option<Vec<f64>>,
     /// The program a daemon runs: compute for ever.
     pub(crate) daemon_prog: ProgId,
+    /// CPUs the policy looked at in the placement under way (`note_scan`).
+    pub(crate) scanned: std::cell::Cell<u32>,
+    pub(crate) placements: u64,
+    pub(crate) placement_scans: u64,
 }
 
 impl Sim {
@@ -226,6 +240,18 @@ impl Sim {
     }
     pub fn nr_tasks(&self) -> u32 {
         self.tasks.len() as u32
+    }
+    /// The policy looked at `cpus` more CPUs in the placement under way;
+    /// the placement costs the placing CPU time in proportion
+    /// (docs/model.md, The kernel's own time). A policy that never calls
+    /// it places for free.
+    pub fn note_scan(&self, cpus: u32) {
+        self.scanned.set(self.scanned.get() + cpus);
+    }
+    /// Set the count of CPUs looked at in the placement under way: a policy
+    /// that asked another for its choice and does not use it.
+    pub fn set_scanned(&self, cpus: u32) {
+        self.scanned.set(cpus);
     }
     /// A uniform number in [0, 1) from the run's seeded generator.
     pub fn uniform(&mut self) -> f64 {

@@ -63,6 +63,9 @@ impl OnCfs for SLocal {
                 return fair;
             }
         };
+        // S_local takes the waker's CPU without looking at any other: the
+        // fair class's search above is bookkeeping, not code that runs.
+        sim.set_scanned(0);
         if w.kind == WakeKind::Fork {
             self.n.local_forks += 1;
         } else {

@@ -158,6 +158,8 @@ impl OnCfs for SMove {
             return first;
         }
         self.n.considered += 1;
+        // The frequency test reads the chosen CPU's last sample.
+        sim.note_scan(1);
         if !self.low_freq(sim, first) {
             self.n.high_freq += 1;
             return first;

@@ -243,6 +243,10 @@ fn mask_of(cpus: impl Iterator<Item = u32>) -> Mask {
 struct Kernel {
     sim: *mut Sim,
     cpu: u32,
+    /// CPUs the kernel's helpers looked at for the program in the current
+    /// select_cpu: one per CPU tested or read, one per 64-CPU word of a
+    /// cpumask search (docs/model.md, The kernel's own time).
+    scans: u32,
     context: Context,
     nr_cpus: u32,
     smt: bool,
@@ -333,6 +337,7 @@ impl Kernel {
     /// ext_idle.c, scx_idle_test_and_clear_cpu: claim an idle CPU (and take
     /// its core out of the fully idle cores).
     fn test_and_clear_idle(&mut self, cpu: u32) -> bool {
+        self.scans += 1;
         if cpu >= self.nr_cpus {
             return false;
         }
@@ -367,6 +372,7 @@ impl Kernel {
         let (w0, b0) = (start as usize / 64, start % 64);
         for i in 0..=words {
             let w = (w0 + i) % words;
+            self.scans += 1;
             let mut bits = a[w] & b[w];
             if i == 0 {
                 bits &= u64::MAX << b0;
@@ -662,7 +668,10 @@ extern "C" fn k_dsq_nr_queued(ctx: *mut c_void, kind: u32, id: u64) -> c_int {
             let c = k.local_cpu(None);
             k.local[c as usize].len() as c_int
         }
-        abi::DSQ_LOCAL_ON if (id as u32) < k.nr_cpus => k.local[id as usize].len() as c_int,
+        abi::DSQ_LOCAL_ON if (id as u32) < k.nr_cpus => {
+            k.scans += 1;
+            k.local[id as usize].len() as c_int
+        }
         _ => match k.dsq(kind, id) {
             Some(q) => q.len() as c_int,
             None => -libc::ENOENT,
@@ -818,6 +827,7 @@ extern "C" fn k_cpuperf_cur(ctx: *mut c_void, cpu: c_int) -> u32 {
     if !k.cpu_valid(cpu, "in scx_bpf_cpuperf_cur") {
         return 0;
     }
+    k.scans += 1;
     // The frequency of the CPU's last tick on the scale of its highest
     // frequency (arch_scale_freq_capacity: averaged over the last tick).
     let f = k.sim().tick_freq(cpu as u32) as u64;
@@ -956,6 +966,7 @@ impl ScxPolicy {
         let mut k = Box::new(Kernel {
             sim: std::ptr::null_mut(),
             cpu: 0,
+            scans: 0,
             context: Context::Other,
             nr_cpus: machine.nr_cpus,
             smt: machine.spec.threads_per_core > 1,
@@ -1329,10 +1340,14 @@ impl Policy for ScxPolicy {
         self.k.ts_mut(t).direct = None;
         let p = self.p(t);
         let wake = if w.kind == WakeKind::Fork { abi::WAKE_FORK } else { abi::WAKE_TTWU };
+        // The program runs natively, so its instructions are not counted:
+        // the placement pays for the CPUs the kernel's helpers looked at.
+        self.k.scans = 0;
         // SAFETY: p is live.
         let cpu = self.call(sim, w.waker_cpu, Context::SelectCpu(t), |f| unsafe {
             (f.select_cpu)(p, prev as c_int, wake, w.sync as u32)
         });
+        sim.note_scan(self.k.scans);
         if cpu < 0 || cpu as u32 >= self.k.nr_cpus {
             self.eject(sim, format!("invalid CPU {cpu} from ops.select_cpu()"));
             return prev;
