@@ -2,7 +2,8 @@
 //! What simulated tasks run: programs of steps.
 //!
 //! Work is counted in cycles, so that its duration follows the frequency of
-//! the core that runs it. Workload parameters give work in microseconds "at
+//! the core that runs it, but for the workload's memory-stall share
+//! (`Workload::stall`), which lasts as long at any frequency. Workload parameters give work in microseconds "at
 //! the reference frequency" of 2 GHz (REF_CYCLES_PER_US): an ASSUMPTION that
 //! makes a workload the same program on every machine.
 
@@ -115,6 +116,11 @@ pub struct Workload {
     /// The workload ends at this time whatever its tasks are doing
     /// (rt-app's global duration); None: when its last task exits.
     pub end_ns: Option<u64>,
+    /// The share (0..=1) of each computation's time at the reference
+    /// frequency spent stalled on memory: that part lasts as long in ns at
+    /// any frequency, the rest is cycles (docs/model.md, Workloads). 0: all
+    /// cycles. Spins at barriers are all cycles whatever this is.
+    pub stall: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -143,6 +149,7 @@ impl Workload {
             metric: None,
             params: Vec::new(),
             end_ns: None,
+            stall: 0.0,
         }
     }
     pub fn add(&mut self, name: &str, steps: Vec<Step>) -> ProgId {
@@ -165,6 +172,9 @@ impl Workload {
     /// Check references between programs and objects.
     pub fn validate(&self) -> Result<(), String> {
         let np = self.programs.len() as u32;
+        if !(0.0..=1.0).contains(&self.stall) {
+            return Err(format!("workload {}: stall share must be in 0..1, not {}", self.name.escape_debug(), self.stall));
+        }
         if self.initial.is_empty() {
             return Err(format!("workload {} starts no task", self.name.escape_debug()));
         }

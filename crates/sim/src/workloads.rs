@@ -43,6 +43,14 @@ impl<'a> Params<'a> {
         }
         Ok(v as u64)
     }
+    /// A share, in 0..=1.
+    fn share(&mut self, key: &'static str, default: f64) -> Result<f64, SimError> {
+        let v = self.num(key, default)?;
+        if v > 1.0 {
+            return Err(SimError::Input(format!("{}: parameter {key} must be at most 1, not {v}", self.workload)));
+        }
+        Ok(v)
+    }
     fn finish(self, w: &mut Workload) -> Result<(), SimError> {
         for (k, _) in self.given {
             if !self.known.contains(&k.as_str()) {
@@ -87,8 +95,27 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
             )))
         }
     }
+    w.stall = p.share("stall", stall_default(name))?;
     p.finish(&mut w)?;
     Ok(w)
+}
+
+/// The share of a workload's computation time at the reference frequency
+/// that is memory stall, which does not shrink at a higher frequency
+/// (docs/model.md, Workloads).
+fn stall_default(name: &str) -> f64 {
+    match name {
+        // schbench's worker spins on the clock (usec_spin, gettimeofday):
+        // its time is the same at any frequency.
+        "schbench" => 1.0,
+        // rt-app's run is a calibrated busy loop.
+        "periodic" => 0.0,
+        // ASSUMPTION: class C grids far larger than the caches, and an
+        // in-memory database.
+        "nas" | "h2" => 0.3,
+        // ASSUMPTION: compilers, shells, fork and exec, pipes, convolutions.
+        _ => 0.1,
+    }
 }
 
 /// autoconf/cmake configure: a shell runs checks one after another; each
