@@ -120,11 +120,16 @@ fn stall_default(name: &str) -> f64 {
 
 /// autoconf/cmake configure: a shell runs checks one after another; each
 /// check forks a subshell that runs the compiler driver, which forks cc1 and
-/// then as, waiting for each: a fork/wait chain with one or two tasks running
-/// at a time (Nest, section 5.2; docs/model.md, Workloads).
+/// then as, waiting for each: a fork/wait chain. A parent goes on for a
+/// moment after its fork before it waits, so one or two tasks run at a time
+/// (Nest, section 5.2; Fewer Cores, More Hertz, section 2). This short-task
+/// pattern is about half of the run, the rest longer tasks that run alone
+/// (Nest, section 5.2): `long_share` of the run's work, in tasks of
+/// `long_us` forked and waited for between the checks.
 /// ASSUMPTIONS: 300 checks; shell work 300 us between checks, subshell 200
 /// us, driver 1 ms, cc1 8 ms, as 1.5 ms (a check takes about 11 ms, in the
-/// 10-50 ms range of docs/model.md, Workloads); jitter 0.5.
+/// 10-50 ms range of docs/model.md, Workloads); a parent's 50 us after a
+/// fork; long tasks of 100 ms; jitter 0.5.
 fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let checks = p.int("checks", 300)?;
     let shell = p.num("shell_us", 300.0)?;
@@ -132,6 +137,9 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let driver = p.num("driver_us", 1000.0)?;
     let cc1 = p.num("cc1_us", 8000.0)?;
     let asm = p.num("as_us", 1500.0)?;
+    let after_fork = p.num("after_fork_us", 50.0)?;
+    let long_share = p.share("long_share", 0.5)?;
+    let long = p.num("long_us", 100_000.0)?;
     let j = p.num("jitter", 0.5)?;
     let cc1_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc1, j), Step::Exit]);
     let as_p = w.add("as", vec![Step::Exec("as".into()), work(asm, j), Step::Exit]);
@@ -148,9 +156,30 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
             Step::Exit,
         ],
     );
-    let subshell = w.add("subshell", vec![work(sub, j), Step::Fork(gcc), Step::Wait, Step::Exit]);
-    let check = w.add("check", vec![work(shell, j), Step::Fork(subshell), Step::Wait]);
-    let main = w.add("configure", vec![Step::Exec("sh".into()), Step::Repeat(check, checks), Step::Exit]);
+    let subshell = w.add("subshell", vec![work(sub, j), Step::Fork(gcc), work(after_fork, j), Step::Wait, Step::Exit]);
+    let check = w.add("check", vec![work(shell, j), Step::Fork(subshell), work(after_fork, j), Step::Wait]);
+    // As many long tasks as make their share of the whole run's work, spread
+    // evenly between the checks.
+    let check_us = shell + sub + driver + cc1 + asm + 2.0 * after_fork;
+    let n_long = if long > 0.0 && long_share < 1.0 {
+        (checks as f64 * check_us * long_share / (1.0 - long_share) / long).round() as u64
+    } else {
+        0
+    };
+    let mut main = vec![Step::Exec("sh".into())];
+    if n_long > 0 {
+        let long_p = w.add("long", vec![Step::Exec("long".into()), work(long, j), Step::Exit]);
+        let block = w.add(
+            "block",
+            vec![Step::Repeat(check, checks / n_long), Step::Fork(long_p), work(after_fork, j), Step::Wait],
+        );
+        main.push(Step::Repeat(block, n_long));
+        main.push(Step::Repeat(check, checks % n_long));
+    } else {
+        main.push(Step::Repeat(check, checks));
+    }
+    main.push(Step::Exit);
+    let main = w.add("configure", main);
     w.initial.push((main, "configure".into(), Some(0)));
     Ok(())
 }

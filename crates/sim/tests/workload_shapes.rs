@@ -6,7 +6,8 @@
 use warmcore_sim::engine::Outcome;
 use warmcore_sim::program::{Amount, Step, Workload, REF_CYCLES_PER_US};
 use warmcore_sim::{workloads, Governor, Machine};
-use warmcore_trace::Event;
+use warmcore_trace::event::prev_state;
+use warmcore_trace::{ids, Event};
 
 mod common;
 use common::simulate;
@@ -63,4 +64,62 @@ fn a_stall_share_above_one_is_refused() {
     assert!(err.to_string().contains("at most 1"), "{err}");
     let w = builtin("nas:stall=0.5", &m);
     assert_eq!(w.stall, 0.5);
+}
+
+/// Each CPU's runs of a task: (cpu, start, end, pid), from the context
+/// switches.
+fn runs(evs: &[(u32, Event)]) -> Vec<(u32, u64, u64, u32)> {
+    let mut cur: std::collections::HashMap<u32, (u64, u32)> = Default::default();
+    let mut v = Vec::new();
+    for (c, e) in evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH) {
+        if let Some((t0, pid)) = cur.remove(c) {
+            v.push((*c, t0, e.ts, pid));
+        }
+        if e.a() != 0 {
+            cur.insert(*c, (e.ts, e.a()));
+        }
+    }
+    v
+}
+
+/// The most tasks active at once: running, or woken and waiting to run.
+fn most_active(evs: &[(u32, Event)]) -> usize {
+    let mut active = std::collections::HashSet::new();
+    let mut most = 0;
+    for (_, e) in evs {
+        match e.id {
+            ids::WAKEUP | ids::WAKEUP_NEW => {
+                active.insert(e.pid);
+            }
+            ids::CTX_SWITCH => {
+                if e.pid != 0 && e.b() != prev_state::RUNNABLE {
+                    active.remove(&e.pid);
+                }
+                if e.a() != 0 {
+                    active.insert(e.a());
+                }
+            }
+            _ => {}
+        }
+        most = most.max(active.len());
+    }
+    most
+}
+
+#[test]
+fn configure_is_half_short_fork_wait_chains_half_long_lone_tasks() {
+    // At a steady frequency, time follows work.
+    let m = Machine::load("default").unwrap();
+    let (out, evs) = run(&m, Governor::Performance, "cfs", builtin("configure:checks=60", &m));
+    // The chain's tasks take at most 12 ms of work (cc1, 8 ms +- 50 %), the
+    // long ones at least 50 ms (100 ms +- 50 %).
+    let long: u64 = runs(&evs).iter().map(|r| r.2 - r.1).filter(|&d| d > 30_000_000).sum();
+    let share = long as f64 / out.makespan_ns as f64;
+    assert!((0.4..0.6).contains(&share), "long tasks {share:.2} of the run");
+    // One or two tasks at a time: a parent goes on briefly after a fork,
+    // with its child woken.
+    assert_eq!(most_active(&evs), 2);
+    // Without the long tasks, no run is that long.
+    let (_, evs) = run(&m, Governor::Performance, "cfs", builtin("configure:checks=60,long_share=0", &m));
+    assert!(runs(&evs).iter().all(|r| r.2 - r.1 < 30_000_000));
 }
