@@ -128,7 +128,7 @@ fn stall_default(name: &str) -> f64 {
 /// `long_us` forked and waited for between the checks.
 /// ASSUMPTIONS: 300 checks; shell work 300 us between checks, subshell 200
 /// us, driver 1 ms, cc1 8 ms, as 1.5 ms (a check takes about 11 ms, in the
-/// 10-50 ms range of docs/model.md, Workloads); a parent's 50 us after a
+/// 10-50 ms range of docs/model.md, Workloads); a parent's 10 us after a
 /// fork; long tasks of 100 ms; jitter 0.5.
 fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let checks = p.int("checks", 300)?;
@@ -137,7 +137,7 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let driver = p.num("driver_us", 1000.0)?;
     let cc1 = p.num("cc1_us", 8000.0)?;
     let asm = p.num("as_us", 1500.0)?;
-    let after_fork = p.num("after_fork_us", 50.0)?;
+    let after_fork = p.num("after_fork_us", 10.0)?;
     let long_share = p.share("long_share", 0.5)?;
     let long = p.num("long_us", 100_000.0)?;
     let j = p.num("jitter", 0.5)?;
@@ -186,18 +186,26 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 
 /// Linux kernel build with make -jN (Fewer Cores, More Hertz, section 2): a mostly
 /// sequential fork/wait phase, a parallel phase of N jobs, a sequential tail.
-/// ASSUMPTIONS: 200 sequential steps of 2 ms before and 100 after; 1000
-/// compile jobs of 40 ms (jitter 0.7); jobs defaults to the number of CPUs.
+/// make goes on for a moment after a fork before it waits, as configure's
+/// shell does. The phase before the parallel one takes 4.4 s on the E7
+/// under CFS (section 4.4), with one task at a time at the lowest
+/// frequency, 1.2 GHz (section 2): 4.4 s of such steps hold
+/// 4.4 / ((1 - 0.1) x 2 / 1.2 + 0.1) = 2.75 s of work at the reference
+/// frequency with kbuild's 0.1 stall share, 1300 steps of 2.11 ms.
+/// ASSUMPTIONS: steps of a 2 ms shell and 110 us of make (100 before the
+/// fork, 10 after), 100 sequential steps after the parallel phase; 1000 compile jobs of 40 ms (jitter 0.7); jobs defaults to
+/// the number of CPUs.
 fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let jobs = p.int("jobs", m.nr_cpus as u64)?.max(1);
     let files = p.int("files", 1000)?;
-    let seq_pre = p.int("seq_pre", 200)?;
+    let seq_pre = p.int("seq_pre", 1300)?;
     let seq_post = p.int("seq_post", 100)?;
     let step = p.num("seq_us", 2000.0)?;
     let cc = p.num("cc_us", 40000.0)?;
+    let after_fork = p.num("after_fork_us", 10.0)?;
     let j = p.num("jitter", 0.7)?;
     let short = w.add("short", vec![Step::Exec("sh".into()), work(step, j), Step::Exit]);
-    let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), Step::Wait]);
+    let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), work(after_fork, j), Step::Wait]);
     let cc_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc, j), Step::Exit]);
     let one = w.add("job", vec![work(200.0, j), Step::Fork(cc_p), Step::Wait]);
     let per_slot = files / jobs;
