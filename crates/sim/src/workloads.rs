@@ -379,17 +379,18 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     Ok(())
 }
 
-/// mkl-dnn-like (Fewer Cores, More Hertz, section 4.4): threads on all CPUs with
-/// short work items between barriers. mkl-dnn uses the OpenMP runtime it
-/// was built with (docs/model.md, Workloads: GCC, so libgomp), so barrier
-/// waits spin `spin_us` first as in `nas`. ASSUMPTIONS: 2000 iterations of
-/// 100 us.
+/// mkl-dnn-like (Fewer Cores, More Hertz, section 4.4): threads on all
+/// CPUs with short work items between barriers, where "all threads keep
+/// blocking and unblocking" (the paper): a thread that reaches a barrier
+/// sleeps on a futex at once and the last one wakes the others
+/// (`spin_us`=0; a spin-then-block wait as in `nas` with spin_us > 0).
+/// ASSUMPTIONS: 2000 iterations of 100 us.
 fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
     let iters = p.int("iterations", 2000)?;
     let item = p.num("item_us", 100.0)?;
     let j = p.num("jitter", 0.3)?;
-    let spin = p.num("spin_us", omp_spin_default(threads, m))?;
+    let spin = p.num("spin_us", 0.0)?;
     barrier_threads(w, threads, iters, work(item, j), spin, ["item", "mkl", "mkl-dnn"]);
     Ok(())
 }

@@ -180,12 +180,17 @@ fn kv(s: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn nas_and_mkl_dnn_spin_by_default() {
+fn nas_spins_by_default_and_mkl_dnn_blocks() {
     let m = Machine::load("default").unwrap();
     let spins = |w: &Workload| -> Vec<Step> {
         w.programs.iter().flat_map(|p| p.steps.iter()).filter(|s| matches!(s, Step::Barrier(_) | Step::BarrierSpin(..))).cloned().collect()
     };
-    for name in ["nas", "mkl-dnn"] {
+    // mkl-dnn's threads block and unblock (Fewer Cores, More Hertz, 4.4).
+    let w = workloads::build("mkl-dnn", &[], &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::Barrier(0)]);
+    let w = workloads::build("mkl-dnn", &kv("x:spin_us=3000"), &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(3000.0 * 2000.0))]);
+    for name in ["nas"] {
         // libgomp: 300 000 spins, 3 ms at 100 000 spins per ms.
         let w = workloads::build(name, &[], &m).unwrap();
         assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(3000.0 * 2000.0))], "{name}");

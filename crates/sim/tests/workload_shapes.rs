@@ -138,3 +138,19 @@ fn kbuild_sequential_phase_lasts_about_4_4_s_on_the_e7_under_cfs() {
     let (fast, _) = run(&m, Governor::Powersave, "smove", builtin("kbuild:jobs=1,files=0,seq_post=0", &m));
     assert!((fast.makespan_ns as f64) < 0.8 * out.makespan_ns as f64);
 }
+
+#[test]
+fn mkl_dnn_threads_block_at_barriers_instead_of_spinning() {
+    let m = Machine::load("default").unwrap();
+    let iters = 20;
+    let futex_waits = |spec: &str| {
+        let (_, evs) = run(&m, Governor::Powersave, "cfs", builtin(spec, &m));
+        evs.iter().filter(|(_, e)| e.id == ids::FUTEX_WAIT).count() as u64
+    };
+    // Every thread but the last to arrive sleeps at every barrier.
+    let blocked = futex_waits(&format!("mkl-dnn:iterations={iters}"));
+    assert_eq!(blocked, (m.nr_cpus as u64 - 1) * iters);
+    // Spinning first, as libgomp does, most waits end before the spin does.
+    let spun = futex_waits(&format!("mkl-dnn:iterations={iters},spin_us=3000"));
+    assert!(spun * 4 < blocked, "{spun} sleeps after a spin, {blocked} without");
+}
