@@ -66,6 +66,10 @@ pub enum Step {
     PipeWrite(u32),
     /// Read one message from pipe N (blocks while it is empty).
     PipeRead(u32),
+    /// Read one message from pipe N, busy-waiting while it is empty: the
+    /// task stays running, burning cycles, until a write hands it one. A
+    /// flag polled in a loop (NAS LU's neighbour flags).
+    PipeSpinRead(u32),
     /// Block on futex N until woken.
     FutexWait(u32),
     /// Wake up to `n` waiters of futex N.
@@ -187,7 +191,7 @@ impl Workload {
             for s in &prog.steps {
                 let bad = match *s {
                     Step::Fork(p) | Step::Repeat(p, _) | Step::RepeatFor(p, _) => p >= np,
-                    Step::PipeRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
+                    Step::PipeRead(i) | Step::PipeSpinRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
                     Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
                     Step::Barrier(i) | Step::BarrierSpin(i, _) => i as usize >= self.barriers.len(),
                     _ => false,

@@ -11,7 +11,7 @@ use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload};
 use crate::SimError;
 
 pub const WORKLOADS: &[&str] =
-    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "mkl-dnn", "h2", "unixbench"];
+    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "nas-lu", "mkl-dnn", "h2", "unixbench"];
 
 /// Typed access to `key=value` parameters, refusing unknown keys.
 struct Params<'a> {
@@ -85,6 +85,7 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
         "periodic" => periodic(&mut w, &mut p)?,
         "schbench" => schbench(&mut w, &mut p)?,
         "nas" => nas(&mut w, &mut p, m)?,
+        "nas-lu" => nas_lu(&mut w, &mut p, m)?,
         "mkl-dnn" => mkl_dnn(&mut w, &mut p, m)?,
         "h2" => h2(&mut w, &mut p)?,
         "unixbench" => unixbench(&mut w, &mut p)?,
@@ -112,7 +113,7 @@ fn stall_default(name: &str) -> f64 {
         "periodic" => 0.0,
         // ASSUMPTION: class C grids far larger than the caches, and an
         // in-memory database.
-        "nas" | "h2" => 0.3,
+        "nas" | "nas-lu" | "h2" => 0.3,
         // ASSUMPTION: compilers, shells, fork and exec, pipes, convolutions.
         _ => 0.1,
     }
@@ -376,6 +377,74 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let j = p.num("jitter", 0.1)?;
     let spin = p.num("spin_us", omp_spin_default(threads, m))?;
     barrier_threads(w, threads, iters, work(region, j), spin, ["region", "omp", "nas"]);
+    Ok(())
+}
+
+/// NAS LU (NPB OpenMP, docs/model.md, Workloads): each SSOR iteration
+/// computes the right-hand side in a parallel loop ended by a barrier, then
+/// sweeps the grid's k planes twice as a wavefront: in the lower sweep a
+/// thread busy-waits on its left neighbour's flag for each plane, computes
+/// its block of the plane and sets its own flag for its right neighbour;
+/// the upper sweep runs the other way. Each sweep ends at a barrier. The
+/// flags are pipes read by polling (Step::PipeSpinRead); the barriers spin
+/// `spin_us` first as in `nas`. ASSUMPTIONS: 20 iterations (LU runs 250)
+/// of 2 ms per thread, half for the right-hand side and a quarter per
+/// sweep; 160 planes (class C: 162 - 2); jitter 0.1.
+fn nas_lu(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
+    let threads = p.int("threads", m.nr_cpus as u64)?.max(1) as usize;
+    let iters = p.int("iterations", 20)?;
+    let planes = p.int("planes", 160)?.max(1);
+    let region = p.num("region_us", 2000.0)?;
+    let j = p.num("jitter", 0.1)?;
+    let spin = p.num("spin_us", omp_spin_default(threads as u64, m))?;
+    let b = w.barrier(threads as u32);
+    let wait = if spin > 0.0 { Step::BarrierSpin(b, Amount::work_us(spin, 0.0)) } else { Step::Barrier(b) };
+    // lower[i]: thread i to i + 1; upper[i]: thread i + 1 to i.
+    let lower: Vec<u32> = (1..threads).map(|_| w.pipe(u32::MAX)).collect();
+    let upper: Vec<u32> = (1..threads).map(|_| w.pipe(u32::MAX)).collect();
+    let block = work(region / 4.0 / planes as f64, j);
+    let mut main = vec![];
+    for i in 0..threads {
+        let mut low = vec![];
+        if i > 0 {
+            low.push(Step::PipeSpinRead(lower[i - 1]));
+        }
+        low.push(block.clone());
+        if i + 1 < threads {
+            low.push(Step::PipeWrite(lower[i]));
+        }
+        let mut up = vec![];
+        if i + 1 < threads {
+            up.push(Step::PipeSpinRead(upper[i]));
+        }
+        up.push(block.clone());
+        if i > 0 {
+            up.push(Step::PipeWrite(upper[i - 1]));
+        }
+        let low = w.add("blts", low);
+        let up = w.add("buts", up);
+        let ssor = w.add(
+            "ssor",
+            vec![
+                work(region / 2.0, j),
+                wait.clone(),
+                Step::Repeat(low, planes),
+                wait.clone(),
+                Step::Repeat(up, planes),
+                wait.clone(),
+            ],
+        );
+        if i == 0 {
+            main.push(Step::Repeat(ssor, iters));
+        } else {
+            let worker = w.add("omp", vec![Step::Repeat(ssor, iters), Step::Exit]);
+            main.insert(0, Step::Fork(worker));
+        }
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("nas-lu", main);
+    w.initial.push((main, "nas-lu".into(), Some(0)));
     Ok(())
 }
 

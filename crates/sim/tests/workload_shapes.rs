@@ -154,3 +154,24 @@ fn mkl_dnn_threads_block_at_barriers_instead_of_spinning() {
     let spun = futex_waits(&format!("mkl-dnn:iterations={iters},spin_us=3000"));
     assert!(spun * 4 < blocked, "{spun} sleeps after a spin, {blocked} without");
 }
+
+#[test]
+fn nas_lu_sweeps_are_a_wavefront_of_busy_waits() {
+    let m = Machine::load("default").unwrap();
+    // 4 planes: with 8 threads a sweep takes 4 + 7 block times (the
+    // pipeline fills and drains), with 1 thread 4. The barrier kernel of
+    // the same work shows what 8 threads cost otherwise (the turbo ceiling).
+    let time = |spec: &str| run(&m, Governor::Performance, "cfs", builtin(spec, &m)).0.makespan_ns as f64;
+    let lu = |t: u32| time(&format!("nas-lu:threads={t},planes=4,iterations=20,jitter=0"));
+    let nas = |t: u32| time(&format!("nas:threads={t},iterations=20,jitter=0"));
+    // Half the work is the right-hand side, half the sweeps.
+    let want = 0.5 + 0.5 * (4.0 + 7.0) / 4.0;
+    let got = (lu(8) / lu(1)) / (nas(8) / nas(1));
+    assert!((got - want).abs() < 0.1 * want, "{got}, want {want}");
+    // Waiting on a neighbour is a spin: the only sleeps are at the three
+    // barriers of each iteration (spin_us=0), by all but the last thread.
+    let (_, evs) = run(&m, Governor::Performance, "cfs", builtin("nas-lu:threads=8,planes=4,iterations=20,spin_us=0", &m));
+    let sleeps = evs.iter().filter(|(_, e)| e.id == ids::FUTEX_WAIT).count();
+    assert_eq!(sleeps, 3 * 20 * 7);
+    assert_eq!(evs.iter().filter(|(_, e)| e.id == ids::BLOCK).count(), 0);
+}
