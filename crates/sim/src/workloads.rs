@@ -306,39 +306,45 @@ fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 }
 
 /// schbench (docs/model.md, Workloads): `message` threads each with
-/// `workers` workers. A worker spins c, queues itself and futex-waits; the
-/// message thread wakes its workers (one timestamp per batch), sleeps s.
+/// `workers` workers. A worker spins c, queues itself on its message thread,
+/// wakes it with a futex and waits on its own; the message thread waits on
+/// its futex until a worker wakes it, sleeps s plus up to s/4, then wakes
+/// every queued worker (one timestamp for the batch) and waits again. A
+/// worker's wake-up while its message thread sleeps is lost, as in
+/// schbench, where the message thread resets its futex before each batch.
 /// Metric: wake-up latency from the batch timestamp to the worker running.
-/// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms;
-/// runtime 2 s here (schbench: 30 s) to keep runs short.
+/// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms,
+/// 30 s; the run ends then, whatever its threads are doing.
 fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let msg = p.int("message", 2)?.max(1);
     let workers = p.int("workers", 16)?.max(1);
     let c = p.num("cputime_us", 30000.0)?;
     let s = p.num("sleep_us", 30000.0)?;
-    let dur = p.num("runtime_ms", 2000.0)?;
+    let dur = p.num("runtime_ms", 30000.0)?;
     let mut main = vec![];
     for m in 0..msg {
-        let fut = w.futex();
-        let wbody = w.add("worker-loop", vec![Step::FutexWait(fut), Step::Measure(m as u32), work(c, 0.0)]);
-        let worker = w.add("worker", vec![Step::RepeatFor(wbody, (dur * 1e6) as u64), Step::Exit]);
+        let worker_fut = w.futex();
+        let msg_fut = w.futex();
+        let wbody = w.add(
+            "worker-loop",
+            vec![work(c, 0.0), Step::FutexWake(msg_fut, 1), Step::FutexWait(worker_fut), Step::Measure(m as u32)],
+        );
+        let worker = w.add("worker", vec![Step::Repeat(wbody, u64::MAX), Step::Exit]);
         // Sleep s + up to s/4 jitter: mean 1.125 s, jitter 1/9.
         let mbody = w.add(
             "message-loop",
-            vec![Step::Mark(m as u32), Step::FutexWake(fut, u32::MAX), Step::Sleep(Amount::jittered(s * 1.125e3, 1.0 / 9.0))],
+            vec![
+                Step::Mark(m as u32),
+                Step::FutexWake(worker_fut, u32::MAX),
+                Step::FutexWait(msg_fut),
+                Step::Sleep(Amount::jittered(s * 1.125e3, 1.0 / 9.0)),
+            ],
         );
         let mut mt = vec![];
         for _ in 0..workers {
             mt.push(Step::Fork(worker));
         }
-        mt.push(Step::Sleep(Amount::fixed(1e6)));
-        mt.push(Step::RepeatFor(mbody, (dur * 1e6) as u64));
-        // Release workers still waiting at the end.
-        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
-        mt.push(Step::FutexWake(fut, u32::MAX));
-        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
-        mt.push(Step::FutexWake(fut, u32::MAX));
-        mt.push(Step::WaitAll);
+        mt.push(Step::Repeat(mbody, u64::MAX));
         mt.push(Step::Exit);
         let mt = w.add("message", mt);
         main.push(Step::Fork(mt));
@@ -348,6 +354,7 @@ fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let main = w.add("schbench", main);
     w.initial.push((main, "schbench".into(), Some(0)));
     w.metric = Some(MetricSpec { name: "wakeup_latency_us".into(), kind: MetricKind::Latency });
+    w.end_ns = Some((dur * 1e6) as u64);
     Ok(())
 }
 

@@ -175,3 +175,21 @@ fn nas_lu_sweeps_are_a_wavefront_of_busy_waits() {
     assert_eq!(sleeps, 3 * 20 * 7);
     assert_eq!(evs.iter().filter(|(_, e)| e.id == ids::BLOCK).count(), 0);
 }
+
+#[test]
+fn schbench_message_thread_waits_for_a_worker_then_sleeps() {
+    let m = Machine::load("default").unwrap();
+    // One message thread (pid 2) with 4 workers; c = s = 30 ms, 2 s.
+    let (out, evs) = run(&m, Governor::Performance, "cfs", builtin("schbench:message=1,workers=4,runtime_ms=2000", &m));
+    assert_eq!(out.makespan_ns, 2_000_000_000, "the run ends at its run time");
+    let batches: Vec<u64> = evs.iter().filter(|(_, e)| e.id == ids::FUTEX_WAKE && e.pid == 2).map(|(_, e)| e.ts).collect();
+    let waits = evs.iter().filter(|(_, e)| e.id == ids::FUTEX_WAIT && e.pid == 2).count();
+    // It waits on its futex once per batch, and the workers wake it.
+    assert!(waits + 1 >= batches.len() && waits <= batches.len(), "{waits} waits, {} batches", batches.len());
+    // A batch follows a worker's 30 ms and the message thread's 30-37.5 ms
+    // sleep.
+    let gaps: Vec<u64> = batches.windows(2).map(|w| w[1] - w[0]).collect();
+    let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64 / 1e6;
+    assert!((60.0..70.0).contains(&mean), "{mean} ms between batches");
+    assert!(out.measures > 4 * 20, "{} wake-ups measured", out.measures);
+}
