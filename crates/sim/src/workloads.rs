@@ -168,12 +168,10 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
         0
     };
     let mut main = vec![Step::Exec("sh".into())];
-    if n_long > 0 {
+    if let Some(per_block) = checks.checked_div(n_long) {
         let long_p = w.add("long", vec![Step::Exec("long".into()), work(long, j), Step::Exit]);
-        let block = w.add(
-            "block",
-            vec![Step::Repeat(check, checks / n_long), Step::Fork(long_p), work(after_fork, j), Step::Wait],
-        );
+        let block =
+            w.add("block", vec![Step::Repeat(check, per_block), Step::Fork(long_p), work(after_fork, j), Step::Wait]);
         main.push(Step::Repeat(block, n_long));
         main.push(Step::Repeat(check, checks % n_long));
     } else {
