@@ -19,8 +19,8 @@ pub struct SimArgs {
     pub machine: String,
     /// Workload and its parameters: name[:key=value,...], e.g.
     /// hackbench:groups=25,loops=50. Built in: configure, kbuild,
-    /// perl-startup, hackbench, periodic, schbench, nas, mkl-dnn, h2,
-    /// unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct, or a
+    /// perl-startup, hackbench, periodic, schbench, nas, nas-lu, mkl-dnn,
+    /// h2, unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct, or a
     /// workload .toml file (see workloads/).
     #[arg(long)]
     pub workload: String,

@@ -374,12 +374,14 @@ pub fn trace_name(i: usize, s: &RunSpec) -> String {
     )
 }
 
-/// Caps on each run, so that no run hangs the command: two simulated
-/// minutes and 50 million events (about a minute of wall time; the largest
-/// quick run makes under 2 million). A run that hits one is reported as
-/// stopped early and its claims as not reproduced.
-pub const MAX_SIM_NS: u64 = 120_000_000_000;
-pub const MAX_EVENTS: u64 = 50_000_000;
+/// Caps on each run, so that no run hangs the command: ten simulated
+/// minutes and 4 billion events (about 15 minutes of wall time; the full
+/// reproduction's largest run, hackbench at Nest's -g 100 -l 10000, makes
+/// about 860 million under CFS in about 3.5 minutes, the largest quick run
+/// under 2 million). A run that hits one is reported as stopped early and
+/// its claims as not reproduced.
+pub const MAX_SIM_NS: u64 = 600_000_000_000;
+pub const MAX_EVENTS: u64 = 4_000_000_000;
 
 /// Run every spec on `engine` (threads of this process, or Ray), printing
 /// one line per finished run to stderr. Results come back in the order of

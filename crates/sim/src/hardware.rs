@@ -15,19 +15,29 @@ use warmcore_trace::ids;
 
 use crate::dvfs::Governor;
 use crate::engine::Kind;
+use crate::program::REF_CYCLES_PER_US;
 use crate::sim::{Mode, Sim, TState, Tid};
+
+const REF_CYCLES_PER_NS: f64 = REF_CYCLES_PER_US / 1000.0;
 
 // ---- execution: work done at the core's rate ----
 impl Sim {
-    /// Cycles per ns of a thread on `c` now.
-    fn rate(&self, c: u32) -> f64 {
+    /// Work (cycles at the reference frequency) per ns of task `t` on `c`
+    /// now.
+    fn rate(&self, c: u32, t: Tid) -> f64 {
         let core = self.machine.cpu_core[c as usize];
         let f = self.cores[core as usize].freq as f64 * 1e-6;
         let sibling_busy = self.machine.core_cpus[core as usize]
             .iter()
             .any(|&s| s != c && self.cpus[s as usize].mode == Mode::Running);
-        if sibling_busy {
-            f * self.machine.spec.dvfs.smt_share
+        let f = if sibling_busy { f * self.machine.spec.dvfs.smt_share } else { f };
+        // The workload's memory-stall share of a computation's time at the
+        // reference frequency lasts as long at any frequency: time =
+        // cycles / f + stall time (docs/model.md, Workloads). A spin counts
+        // cycles only.
+        let s = self.workload.stall;
+        if s > 0.0 && self.tasks[t as usize].spinning.is_none() {
+            1.0 / ((1.0 - s) / f + s / REF_CYCLES_PER_NS)
         } else {
             f
         }
@@ -49,9 +59,9 @@ impl Sim {
 
     /// (Re)start the running task's segment at the current rate.
     pub(crate) fn start_segment(&mut self, c: u32) {
-        let rate = self.rate(c);
+        let Some(t) = self.cpus[c as usize].curr else { return };
+        let rate = self.rate(c, t);
         let cpu = &mut self.cpus[c as usize];
-        let Some(t) = cpu.curr else { return };
         cpu.rate = rate;
         cpu.seg_start = self.now;
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);

@@ -56,6 +56,12 @@ pub(crate) enum BlockedOn {
     Barrier(u32),
 }
 
+/// `Task::spinning` of a task busy-waiting on a pipe (PipeSpinRead), which
+/// spins until a write releases it: no barrier has this id.
+const PIPE_SPIN: u32 = u32::MAX;
+/// A spin's cycles when only a release ends it (years at any frequency).
+const FOREVER: f64 = 1e18;
+
 pub(crate) struct Pipe {
     pub(crate) cap: u32,
     pub(crate) msgs: u32,
@@ -78,9 +84,15 @@ impl Sim {
 impl Engine {
     /// Run `t`'s program on `c` until it computes, blocks or exits.
     pub(crate) fn advance(&mut self, c: u32, t: Tid) -> Result<(), SimError> {
-        if let Some(b) = self.sim.tasks[t as usize].spinning.take() {
+        if let Some(b) = self.sim.tasks[t as usize].spinning {
+            if b == PIPE_SPIN {
+                // A busy-wait on a pipe never gives up.
+                self.spin(c, t, PIPE_SPIN, FOREVER);
+                return Ok(());
+            }
             // Its spin ran out before the barrier opened (a release clears
             // `spinning`): it sleeps there, still counted as arrived.
+            self.sim.tasks[t as usize].spinning = None;
             self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
             return Ok(());
         }
@@ -224,8 +236,27 @@ impl Engine {
                     }
                     pipe.msgs += 1;
                     if let Some(r) = pipe.readers.pop_front() {
-                        // Pipe wake-ups are synchronous (WF_SYNC).
-                        self.wake(r, Some(t), true);
+                        if self.sim.tasks[r as usize].spinning.is_some() {
+                            // A busy-waiting reader sees the message and
+                            // takes it: no wake-up.
+                            self.sim.pipes[p as usize].msgs -= 1;
+                            self.release_spinner(r);
+                        } else {
+                            // Pipe wake-ups are synchronous (WF_SYNC).
+                            self.wake(r, Some(t), true);
+                        }
+                    }
+                }
+                Step::PipeSpinRead(p) => {
+                    let pipe = &mut self.sim.pipes[p as usize];
+                    if pipe.msgs == 0 {
+                        pipe.readers.push_back(t);
+                        self.spin(c, t, PIPE_SPIN, FOREVER);
+                        return Ok(());
+                    }
+                    pipe.msgs -= 1;
+                    if let Some(w) = pipe.writers.pop_front() {
+                        self.wake(w, Some(t), true);
                     }
                 }
                 Step::PipeRead(p) => {
@@ -281,13 +312,7 @@ impl Engine {
                             _ => 0.0,
                         };
                         if spin >= 1.0 {
-                            // Spin: the task keeps running, with the spin's
-                            // cycles as its work.
-                            let task = &mut self.sim.tasks[t as usize];
-                            task.spinning = Some(b);
-                            task.remaining = spin;
-                            self.sim.zero_time_steps = 0;
-                            self.sim.start_segment(c);
+                            self.spin(c, t, b, spin);
                         } else {
                             self.block(c, t, BlockedOn::Barrier(b), ids::FUTEX_WAIT, b, prev_state::BLOCKED);
                         }
@@ -319,7 +344,17 @@ impl Engine {
         }
     }
 
-    /// The barrier a task spins at opened: it stops spinning and goes on
+    /// Spin: the task keeps running, with the spin's cycles as its work.
+    fn spin(&mut self, c: u32, t: Tid, on: u32, cycles: f64) {
+        let task = &mut self.sim.tasks[t as usize];
+        task.spinning = Some(on);
+        task.remaining = cycles;
+        self.sim.zero_time_steps = 0;
+        self.sim.start_segment(c);
+    }
+
+    /// The barrier a task spins at opened, or the pipe it polls got a
+    /// message: it stops spinning and goes on
     /// past the barrier, where it is (running: at once; preempted: when it
     /// runs again). No wake-up, as it never slept.
     fn release_spinner(&mut self, w: Tid) {

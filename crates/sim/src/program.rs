@@ -2,7 +2,8 @@
 //! What simulated tasks run: programs of steps.
 //!
 //! Work is counted in cycles, so that its duration follows the frequency of
-//! the core that runs it. Workload parameters give work in microseconds "at
+//! the core that runs it, but for the workload's memory-stall share
+//! (`Workload::stall`), which lasts as long at any frequency. Workload parameters give work in microseconds "at
 //! the reference frequency" of 2 GHz (REF_CYCLES_PER_US): an ASSUMPTION that
 //! makes a workload the same program on every machine.
 
@@ -65,6 +66,10 @@ pub enum Step {
     PipeWrite(u32),
     /// Read one message from pipe N (blocks while it is empty).
     PipeRead(u32),
+    /// Read one message from pipe N, busy-waiting while it is empty: the
+    /// task stays running, burning cycles, until a write hands it one. A
+    /// flag polled in a loop (NAS LU's neighbour flags).
+    PipeSpinRead(u32),
     /// Block on futex N until woken.
     FutexWait(u32),
     /// Wake up to `n` waiters of futex N.
@@ -115,6 +120,11 @@ pub struct Workload {
     /// The workload ends at this time whatever its tasks are doing
     /// (rt-app's global duration); None: when its last task exits.
     pub end_ns: Option<u64>,
+    /// The share (0..=1) of each computation's time at the reference
+    /// frequency spent stalled on memory: that part lasts as long in ns at
+    /// any frequency, the rest is cycles (docs/model.md, Workloads). 0: all
+    /// cycles. Spins at barriers are all cycles whatever this is.
+    pub stall: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -143,6 +153,7 @@ impl Workload {
             metric: None,
             params: Vec::new(),
             end_ns: None,
+            stall: 0.0,
         }
     }
     pub fn add(&mut self, name: &str, steps: Vec<Step>) -> ProgId {
@@ -165,6 +176,9 @@ impl Workload {
     /// Check references between programs and objects.
     pub fn validate(&self) -> Result<(), String> {
         let np = self.programs.len() as u32;
+        if !(0.0..=1.0).contains(&self.stall) {
+            return Err(format!("workload {}: stall share must be in 0..1, not {}", self.name.escape_debug(), self.stall));
+        }
         if self.initial.is_empty() {
             return Err(format!("workload {} starts no task", self.name.escape_debug()));
         }
@@ -177,7 +191,7 @@ impl Workload {
             for s in &prog.steps {
                 let bad = match *s {
                     Step::Fork(p) | Step::Repeat(p, _) | Step::RepeatFor(p, _) => p >= np,
-                    Step::PipeRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
+                    Step::PipeRead(i) | Step::PipeSpinRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
                     Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
                     Step::Barrier(i) | Step::BarrierSpin(i, _) => i as usize >= self.barriers.len(),
                     _ => false,

@@ -63,7 +63,8 @@ pub struct Task {
     pub(crate) blocked_on: BlockedOn,
     /// The barrier it spin-waits at (Step::BarrierSpin): it stays running
     /// (or runnable, if preempted) with the spin's cycles as its work; if
-    /// the spin runs out first it blocks on the barrier.
+    /// the spin runs out first it blocks on the barrier. A busy-wait on a
+    /// pipe (Step::PipeSpinRead) is here too (interp.rs, PIPE_SPIN).
     pub(crate) spinning: Option<u32>,
     /// The task's PELT utilisation (0..1) as of `util_t`.
     pub(crate) util: f64,

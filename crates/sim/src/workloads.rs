@@ -11,7 +11,7 @@ use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload};
 use crate::SimError;
 
 pub const WORKLOADS: &[&str] =
-    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "mkl-dnn", "h2", "unixbench"];
+    &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "nas-lu", "mkl-dnn", "h2", "unixbench"];
 
 /// Typed access to `key=value` parameters, refusing unknown keys.
 struct Params<'a> {
@@ -42,6 +42,14 @@ impl<'a> Params<'a> {
             return Err(SimError::Input(format!("{}: parameter {key} must be a whole number, not {v}", self.workload)));
         }
         Ok(v as u64)
+    }
+    /// A share, in 0..=1.
+    fn share(&mut self, key: &'static str, default: f64) -> Result<f64, SimError> {
+        let v = self.num(key, default)?;
+        if v > 1.0 {
+            return Err(SimError::Input(format!("{}: parameter {key} must be at most 1, not {v}", self.workload)));
+        }
+        Ok(v)
     }
     fn finish(self, w: &mut Workload) -> Result<(), SimError> {
         for (k, _) in self.given {
@@ -77,6 +85,7 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
         "periodic" => periodic(&mut w, &mut p)?,
         "schbench" => schbench(&mut w, &mut p)?,
         "nas" => nas(&mut w, &mut p, m)?,
+        "nas-lu" => nas_lu(&mut w, &mut p, m)?,
         "mkl-dnn" => mkl_dnn(&mut w, &mut p, m)?,
         "h2" => h2(&mut w, &mut p)?,
         "unixbench" => unixbench(&mut w, &mut p)?,
@@ -87,17 +96,41 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
             )))
         }
     }
+    w.stall = p.share("stall", stall_default(name))?;
     p.finish(&mut w)?;
     Ok(w)
 }
 
+/// The share of a workload's computation time at the reference frequency
+/// that is memory stall, which does not shrink at a higher frequency
+/// (docs/model.md, Workloads).
+fn stall_default(name: &str) -> f64 {
+    match name {
+        // schbench's worker spins on the clock (usec_spin, gettimeofday):
+        // its time is the same at any frequency.
+        "schbench" => 1.0,
+        // rt-app's run is a calibrated busy loop.
+        "periodic" => 0.0,
+        // ASSUMPTION: class C grids far larger than the caches, and an
+        // in-memory database.
+        "nas" | "nas-lu" | "h2" => 0.3,
+        // ASSUMPTION: compilers, shells, fork and exec, pipes, convolutions.
+        _ => 0.1,
+    }
+}
+
 /// autoconf/cmake configure: a shell runs checks one after another; each
 /// check forks a subshell that runs the compiler driver, which forks cc1 and
-/// then as, waiting for each: a fork/wait chain with one or two tasks running
-/// at a time (Nest, section 5.2; docs/model.md, Workloads).
+/// then as, waiting for each: a fork/wait chain. A parent goes on for a
+/// moment after its fork before it waits, so one or two tasks run at a time
+/// (Nest, section 5.2; Fewer Cores, More Hertz, section 2). This short-task
+/// pattern is about half of the run, the rest longer tasks that run alone
+/// (Nest, section 5.2): `long_share` of the run's work, in tasks of
+/// `long_us` forked and waited for between the checks.
 /// ASSUMPTIONS: 300 checks; shell work 300 us between checks, subshell 200
 /// us, driver 1 ms, cc1 8 ms, as 1.5 ms (a check takes about 11 ms, in the
-/// 10-50 ms range of docs/model.md, Workloads); jitter 0.5.
+/// 10-50 ms range of docs/model.md, Workloads); a parent's 10 us after a
+/// fork; long tasks of 100 ms; jitter 0.5.
 fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let checks = p.int("checks", 300)?;
     let shell = p.num("shell_us", 300.0)?;
@@ -105,6 +138,9 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let driver = p.num("driver_us", 1000.0)?;
     let cc1 = p.num("cc1_us", 8000.0)?;
     let asm = p.num("as_us", 1500.0)?;
+    let after_fork = p.num("after_fork_us", 10.0)?;
+    let long_share = p.share("long_share", 0.5)?;
+    let long = p.num("long_us", 100_000.0)?;
     let j = p.num("jitter", 0.5)?;
     let cc1_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc1, j), Step::Exit]);
     let as_p = w.add("as", vec![Step::Exec("as".into()), work(asm, j), Step::Exit]);
@@ -121,27 +157,54 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
             Step::Exit,
         ],
     );
-    let subshell = w.add("subshell", vec![work(sub, j), Step::Fork(gcc), Step::Wait, Step::Exit]);
-    let check = w.add("check", vec![work(shell, j), Step::Fork(subshell), Step::Wait]);
-    let main = w.add("configure", vec![Step::Exec("sh".into()), Step::Repeat(check, checks), Step::Exit]);
+    let subshell = w.add("subshell", vec![work(sub, j), Step::Fork(gcc), work(after_fork, j), Step::Wait, Step::Exit]);
+    let check = w.add("check", vec![work(shell, j), Step::Fork(subshell), work(after_fork, j), Step::Wait]);
+    // As many long tasks as make their share of the whole run's work, spread
+    // evenly between the checks.
+    let check_us = shell + sub + driver + cc1 + asm + 2.0 * after_fork;
+    let n_long = if long > 0.0 && long_share < 1.0 {
+        (checks as f64 * check_us * long_share / (1.0 - long_share) / long).round() as u64
+    } else {
+        0
+    };
+    let mut main = vec![Step::Exec("sh".into())];
+    if let Some(per_block) = checks.checked_div(n_long) {
+        let long_p = w.add("long", vec![Step::Exec("long".into()), work(long, j), Step::Exit]);
+        let block =
+            w.add("block", vec![Step::Repeat(check, per_block), Step::Fork(long_p), work(after_fork, j), Step::Wait]);
+        main.push(Step::Repeat(block, n_long));
+        main.push(Step::Repeat(check, checks % n_long));
+    } else {
+        main.push(Step::Repeat(check, checks));
+    }
+    main.push(Step::Exit);
+    let main = w.add("configure", main);
     w.initial.push((main, "configure".into(), Some(0)));
     Ok(())
 }
 
 /// Linux kernel build with make -jN (Fewer Cores, More Hertz, section 2): a mostly
 /// sequential fork/wait phase, a parallel phase of N jobs, a sequential tail.
-/// ASSUMPTIONS: 200 sequential steps of 2 ms before and 100 after; 1000
-/// compile jobs of 40 ms (jitter 0.7); jobs defaults to the number of CPUs.
+/// make goes on for a moment after a fork before it waits, as configure's
+/// shell does. The phase before the parallel one takes 4.4 s on the E7
+/// under CFS (section 4.4), with one task at a time at the lowest
+/// frequency, 1.2 GHz (section 2): 4.4 s of such steps hold
+/// 4.4 / ((1 - 0.1) x 2 / 1.2 + 0.1) = 2.75 s of work at the reference
+/// frequency with kbuild's 0.1 stall share, 1300 steps of 2.11 ms.
+/// ASSUMPTIONS: steps of a 2 ms shell and 110 us of make (100 before the
+/// fork, 10 after), 100 sequential steps after the parallel phase; 1000 compile jobs of 40 ms (jitter 0.7); jobs defaults to
+/// the number of CPUs.
 fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let jobs = p.int("jobs", m.nr_cpus as u64)?.max(1);
     let files = p.int("files", 1000)?;
-    let seq_pre = p.int("seq_pre", 200)?;
+    let seq_pre = p.int("seq_pre", 1300)?;
     let seq_post = p.int("seq_post", 100)?;
     let step = p.num("seq_us", 2000.0)?;
     let cc = p.num("cc_us", 40000.0)?;
+    let after_fork = p.num("after_fork_us", 10.0)?;
     let j = p.num("jitter", 0.7)?;
     let short = w.add("short", vec![Step::Exec("sh".into()), work(step, j), Step::Exit]);
-    let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), Step::Wait]);
+    let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), work(after_fork, j), Step::Wait]);
     let cc_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc, j), Step::Exit]);
     let one = w.add("job", vec![work(200.0, j), Step::Fork(cc_p), Step::Wait]);
     let per_slot = files / jobs;
@@ -241,39 +304,45 @@ fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 }
 
 /// schbench (docs/model.md, Workloads): `message` threads each with
-/// `workers` workers. A worker spins c, queues itself and futex-waits; the
-/// message thread wakes its workers (one timestamp per batch), sleeps s.
+/// `workers` workers. A worker spins c, queues itself on its message thread,
+/// wakes it with a futex and waits on its own; the message thread waits on
+/// its futex until a worker wakes it, sleeps s plus up to s/4, then wakes
+/// every queued worker (one timestamp for the batch) and waits again. A
+/// worker's wake-up while its message thread sleeps is lost, as in
+/// schbench, where the message thread resets its futex before each batch.
 /// Metric: wake-up latency from the batch timestamp to the worker running.
-/// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms;
-/// runtime 2 s here (schbench: 30 s) to keep runs short.
+/// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms,
+/// 30 s; the run ends then, whatever its threads are doing.
 fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let msg = p.int("message", 2)?.max(1);
     let workers = p.int("workers", 16)?.max(1);
     let c = p.num("cputime_us", 30000.0)?;
     let s = p.num("sleep_us", 30000.0)?;
-    let dur = p.num("runtime_ms", 2000.0)?;
+    let dur = p.num("runtime_ms", 30000.0)?;
     let mut main = vec![];
     for m in 0..msg {
-        let fut = w.futex();
-        let wbody = w.add("worker-loop", vec![Step::FutexWait(fut), Step::Measure(m as u32), work(c, 0.0)]);
-        let worker = w.add("worker", vec![Step::RepeatFor(wbody, (dur * 1e6) as u64), Step::Exit]);
+        let worker_fut = w.futex();
+        let msg_fut = w.futex();
+        let wbody = w.add(
+            "worker-loop",
+            vec![work(c, 0.0), Step::FutexWake(msg_fut, 1), Step::FutexWait(worker_fut), Step::Measure(m as u32)],
+        );
+        let worker = w.add("worker", vec![Step::Repeat(wbody, u64::MAX), Step::Exit]);
         // Sleep s + up to s/4 jitter: mean 1.125 s, jitter 1/9.
         let mbody = w.add(
             "message-loop",
-            vec![Step::Mark(m as u32), Step::FutexWake(fut, u32::MAX), Step::Sleep(Amount::jittered(s * 1.125e3, 1.0 / 9.0))],
+            vec![
+                Step::Mark(m as u32),
+                Step::FutexWake(worker_fut, u32::MAX),
+                Step::FutexWait(msg_fut),
+                Step::Sleep(Amount::jittered(s * 1.125e3, 1.0 / 9.0)),
+            ],
         );
         let mut mt = vec![];
         for _ in 0..workers {
             mt.push(Step::Fork(worker));
         }
-        mt.push(Step::Sleep(Amount::fixed(1e6)));
-        mt.push(Step::RepeatFor(mbody, (dur * 1e6) as u64));
-        // Release workers still waiting at the end.
-        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
-        mt.push(Step::FutexWake(fut, u32::MAX));
-        mt.push(Step::Sleep(Amount::fixed(c * 2e3)));
-        mt.push(Step::FutexWake(fut, u32::MAX));
-        mt.push(Step::WaitAll);
+        mt.push(Step::Repeat(mbody, u64::MAX));
         mt.push(Step::Exit);
         let mt = w.add("message", mt);
         main.push(Step::Fork(mt));
@@ -283,6 +352,7 @@ fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
     let main = w.add("schbench", main);
     w.initial.push((main, "schbench".into(), Some(0)));
     w.metric = Some(MetricSpec { name: "wakeup_latency_us".into(), kind: MetricKind::Latency });
+    w.end_ns = Some((dur * 1e6) as u64);
     Ok(())
 }
 
@@ -315,17 +385,86 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     Ok(())
 }
 
-/// mkl-dnn-like (Fewer Cores, More Hertz, section 4.4): threads on all CPUs with
-/// short work items between barriers. mkl-dnn uses the OpenMP runtime it
-/// was built with (docs/model.md, Workloads: GCC, so libgomp), so barrier
-/// waits spin `spin_us` first as in `nas`. ASSUMPTIONS: 2000 iterations of
-/// 100 us.
+/// NAS LU (NPB OpenMP, docs/model.md, Workloads): each SSOR iteration
+/// computes the right-hand side in a parallel loop ended by a barrier, then
+/// sweeps the grid's k planes twice as a wavefront: in the lower sweep a
+/// thread busy-waits on its left neighbour's flag for each plane, computes
+/// its block of the plane and sets its own flag for its right neighbour;
+/// the upper sweep runs the other way. Each sweep ends at a barrier. The
+/// flags are pipes read by polling (Step::PipeSpinRead); the barriers spin
+/// `spin_us` first as in `nas`. ASSUMPTIONS: 20 iterations (LU runs 250)
+/// of 2 ms per thread, half for the right-hand side and a quarter per
+/// sweep; 160 planes (class C: 162 - 2); jitter 0.1.
+fn nas_lu(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
+    let threads = p.int("threads", m.nr_cpus as u64)?.max(1) as usize;
+    let iters = p.int("iterations", 20)?;
+    let planes = p.int("planes", 160)?.max(1);
+    let region = p.num("region_us", 2000.0)?;
+    let j = p.num("jitter", 0.1)?;
+    let spin = p.num("spin_us", omp_spin_default(threads as u64, m))?;
+    let b = w.barrier(threads as u32);
+    let wait = if spin > 0.0 { Step::BarrierSpin(b, Amount::work_us(spin, 0.0)) } else { Step::Barrier(b) };
+    // lower[i]: thread i to i + 1; upper[i]: thread i + 1 to i.
+    let lower: Vec<u32> = (1..threads).map(|_| w.pipe(u32::MAX)).collect();
+    let upper: Vec<u32> = (1..threads).map(|_| w.pipe(u32::MAX)).collect();
+    let block = work(region / 4.0 / planes as f64, j);
+    let mut main = vec![];
+    for i in 0..threads {
+        let mut low = vec![];
+        if i > 0 {
+            low.push(Step::PipeSpinRead(lower[i - 1]));
+        }
+        low.push(block.clone());
+        if i + 1 < threads {
+            low.push(Step::PipeWrite(lower[i]));
+        }
+        let mut up = vec![];
+        if i + 1 < threads {
+            up.push(Step::PipeSpinRead(upper[i]));
+        }
+        up.push(block.clone());
+        if i > 0 {
+            up.push(Step::PipeWrite(upper[i - 1]));
+        }
+        let low = w.add("blts", low);
+        let up = w.add("buts", up);
+        let ssor = w.add(
+            "ssor",
+            vec![
+                work(region / 2.0, j),
+                wait.clone(),
+                Step::Repeat(low, planes),
+                wait.clone(),
+                Step::Repeat(up, planes),
+                wait.clone(),
+            ],
+        );
+        if i == 0 {
+            main.push(Step::Repeat(ssor, iters));
+        } else {
+            let worker = w.add("omp", vec![Step::Repeat(ssor, iters), Step::Exit]);
+            main.insert(0, Step::Fork(worker));
+        }
+    }
+    main.push(Step::WaitAll);
+    main.push(Step::Exit);
+    let main = w.add("nas-lu", main);
+    w.initial.push((main, "nas-lu".into(), Some(0)));
+    Ok(())
+}
+
+/// mkl-dnn-like (Fewer Cores, More Hertz, section 4.4): threads on all
+/// CPUs with short work items between barriers, where "all threads keep
+/// blocking and unblocking" (the paper): a thread that reaches a barrier
+/// sleeps on a futex at once and the last one wakes the others
+/// (`spin_us`=0; a spin-then-block wait as in `nas` with spin_us > 0).
+/// ASSUMPTIONS: 2000 iterations of 100 us.
 fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
     let iters = p.int("iterations", 2000)?;
     let item = p.num("item_us", 100.0)?;
     let j = p.num("jitter", 0.3)?;
-    let spin = p.num("spin_us", omp_spin_default(threads, m))?;
+    let spin = p.num("spin_us", 0.0)?;
     barrier_threads(w, threads, iters, work(item, j), spin, ["item", "mkl", "mkl-dnn"]);
     Ok(())
 }

@@ -33,7 +33,7 @@ fn first(evs: &[(u32, Event)], id: u32, pid: u32) -> u64 {
 
 /// Frequency of `cpu` at time `t` (its last FREQ_CHANGE), kHz.
 fn freq_at(evs: &[(u32, Event)], cpu: u32, t: u64) -> u32 {
-    evs.iter().filter(|(c, e)| *c == cpu && e.id == ids::FREQ_CHANGE && e.ts <= t).last().unwrap().1.a()
+    evs.iter().rfind(|(c, e)| *c == cpu && e.id == ids::FREQ_CHANGE && e.ts <= t).unwrap().1.a()
 }
 
 /// Two threads meet at a barrier: A (pid 1, CPU 0) after `a` cycles, B (pid
@@ -180,23 +180,27 @@ fn kv(s: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn nas_and_mkl_dnn_spin_by_default() {
+fn nas_spins_by_default_and_mkl_dnn_blocks() {
     let m = Machine::load("default").unwrap();
     let spins = |w: &Workload| -> Vec<Step> {
         w.programs.iter().flat_map(|p| p.steps.iter()).filter(|s| matches!(s, Step::Barrier(_) | Step::BarrierSpin(..))).cloned().collect()
     };
-    for name in ["nas", "mkl-dnn"] {
-        // libgomp: 300 000 spins, 3 ms at 100 000 spins per ms.
-        let w = workloads::build(name, &[], &m).unwrap();
-        assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(3000.0 * 2000.0))], "{name}");
-        // More threads than CPUs: 100 spins.
-        let w = workloads::build(name, &kv("x:threads=20"), &m).unwrap();
-        assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(2000.0))], "{name}");
-        let w = workloads::build(name, &kv("x:spin_us=0"), &m).unwrap();
-        assert_eq!(spins(&w), vec![Step::Barrier(0)], "{name}");
-        assert!(w.params.contains(&("spin_us".to_string(), "0".to_string())));
-        assert!(workloads::build(name, &kv("x:spin_us=-1"), &m).is_err());
-    }
+    // mkl-dnn's threads block and unblock (Fewer Cores, More Hertz, 4.4).
+    let w = workloads::build("mkl-dnn", &[], &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::Barrier(0)]);
+    let w = workloads::build("mkl-dnn", &kv("x:spin_us=3000"), &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(3000.0 * 2000.0))]);
+    let name = "nas";
+    // libgomp: 300 000 spins, 3 ms at 100 000 spins per ms.
+    let w = workloads::build(name, &[], &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(3000.0 * 2000.0))], "{name}");
+    // More threads than CPUs: 100 spins.
+    let w = workloads::build(name, &kv("x:threads=20"), &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::BarrierSpin(0, Amount::fixed(2000.0))], "{name}");
+    let w = workloads::build(name, &kv("x:spin_us=0"), &m).unwrap();
+    assert_eq!(spins(&w), vec![Step::Barrier(0)], "{name}");
+    assert!(w.params.contains(&("spin_us".to_string(), "0".to_string())));
+    assert!(workloads::build(name, &kv("x:spin_us=-1"), &m).is_err());
 }
 
 #[test]
