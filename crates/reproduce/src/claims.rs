@@ -379,14 +379,23 @@ fn armed(r: &Results, c: &Cell) -> f64 {
     r.policy_stat(c, &["armed"]).unwrap_or(f64::NAN)
 }
 
-/// Whether two cells' runs came out the same: the same completion time to
-/// the nanosecond, energy to the last bit and underload on every seed. The
-/// policy then placed every task that mattered where the other did (a
-/// migration or two early on can differ), so comparing them tests nothing.
+/// Whether two cells' runs made the same decisions, so that comparing them
+/// tests nothing: on every seed, either the same run (completion time to the
+/// nanosecond, energy to the last bit, underload), or one whose migrations
+/// differ by at most one in twenty placements and whose completion time by
+/// at most 1 % (the policies then placed nearly every task where the other did;
+/// what differs is the cost of their searches, docs/model.md, The kernel's
+/// own time).
 fn identical_runs(r: &Results, a: &Cell, b: &Cell) -> bool {
-    let key = |x: &&warmcore_sim::RunReport| (x.makespan_ns, x.energy_j.to_bits(), x.underload_per_s.map(f64::to_bits));
+    let key = |x: &warmcore_sim::RunReport| (x.makespan_ns, x.energy_j.to_bits(), x.underload_per_s.map(f64::to_bits));
+    let same = |x: &warmcore_sim::RunReport, y: &warmcore_sim::RunReport| {
+        let placements = x.placements.max(y.placements) as f64;
+        let (tx, ty) = (x.makespan_ns as f64, y.makespan_ns as f64);
+        key(x) == key(y)
+            || (x.migrations.abs_diff(y.migrations) as f64 <= 0.05 * placements && (tx - ty).abs() <= 0.01 * tx.max(ty))
+    };
     match (r.reports(a), r.reports(b)) {
-        (Ok(x), Ok(y)) => x.len() == y.len() && x.iter().map(key).eq(y.iter().map(key)),
+        (Ok(x), Ok(y)) => x.len() == y.len() && x.iter().zip(&y).all(|(x, y)| same(x, y)),
         _ => false,
     }
 }
@@ -710,9 +719,10 @@ fn check5(r: &Results, s: &Setup) -> Result<Outcome, String> {
     );
     if !same.is_empty() {
         note.push_str(&format!(
-            " On the {} Nest's runs end as CFS's do (the same completion time to the nanosecond, energy and underload; \
-             the migrations below): with one thread per CPU every thread keeps a core of its own under either policy, \
-             so the model's NAS never reaches a decision in which Nest and CFS differ, and the check is not tested there.",
+            " On the {} Nest's runs make CFS's decisions (the migrations below differ by at most one in twenty placements, \
+             the completion times by at most 1 %, what remains is the cost of Nest's longer searches): with one thread \
+             per CPU every thread keeps a core of its own under either policy, so the model's NAS never reaches a \
+             decision in which Nest and CFS differ, and the check is not tested there.",
             same.join(", ")
         ));
     }

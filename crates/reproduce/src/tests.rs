@@ -404,12 +404,24 @@ fn claim5_is_not_tested_when_nest_made_cfs_decisions() {
     }
     let o = claim(5, &s).evaluate(&r, &s);
     assert_eq!(o.grade, Grade::NotTested, "{o:?}");
-    assert!(!o.reproduced && o.note.contains("Nest's runs end as CFS's do"), "{}", o.note);
-    // A different energy makes it a test.
+    assert!(!o.reproduced && o.note.contains("Nest's runs make CFS's decisions"), "{}", o.note);
+    // A different energy makes it a test, unless the placements say the
+    // decisions were the same: 30 migrations more in 1000 placements.
     for d in &mut r.done {
-        if d.spec.cell.policy == "nest" {
-            if let Ok(rep) = &mut d.report {
+        if let Ok(rep) = &mut d.report {
+            rep.placements = 1000;
+            if d.spec.cell.policy == "nest" {
                 rep.energy_j = 1.01;
+                rep.migrations = 30;
+            }
+        }
+    }
+    assert_eq!(claim(5, &s).evaluate(&r, &s).grade, Grade::NotTested);
+    // 51 migrations more in 1000 placements: other decisions, a test.
+    for d in &mut r.done {
+        if let Ok(rep) = &mut d.report {
+            if d.spec.cell.policy == "nest" {
+                rep.migrations = 51;
             }
         }
     }
