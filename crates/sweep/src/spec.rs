@@ -50,6 +50,8 @@ pub const REPORT_FIELDS: &[&str] = &[
     "metric",
     "workload_params",
     "policy_stats",
+    "placements",
+    "placement_scans",
 ];
 
 /// Kept when the spec names no metrics.
@@ -64,8 +66,8 @@ pub const DEFAULT_METRICS: &[&str] = &[
     "sim_events",
 ];
 
-/// Caps on every run unless the spec sets its own, as `warmcore reproduce`
-/// has: two simulated minutes and 50 million events.
+/// Caps on every run unless the spec sets its own: two simulated minutes
+/// and 50 million events.
 pub const DEFAULT_LIMITS: Limits = Limits { max_sim_ns: 120_000_000_000, max_events: 50_000_000 };
 
 #[derive(Deserialize)]
