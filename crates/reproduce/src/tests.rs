@@ -649,12 +649,13 @@ fn claim9_fails_when_a_change_is_missing_or_leaves_the_band() {
     let o = claim(9, &s)
         .evaluate(&claim9_results(|t, k| if t.name.starts_with("file copy") { 0.0 } else { t.paper[k] }), &s);
     assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
-    assert!(o.note.contains("neither caches nor kernel locks"), "{}", o.note);
+    assert!(o.note.contains("models no kernel locks and caches only as a refill"), "{}", o.note);
     // A loss inside the on-par band (exactly at it counts as on par).
     let o = claim(9, &s).evaluate(&claim9_results(|t, k| if t.test == 2 && k == 0 { -5.0 } else { t.paper[k] }), &s);
     assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
+    assert!(o.note.contains("Context switching does not lose"), "{}", o.note);
     // The post's on-par 2-thread copy (+2.6 %) simulated as a gain.
     let o = claim(9, &s).evaluate(&claim9_results(|t, k| if t.test == 5 && k == 1 { 10.0 } else { t.paper[k] }), &s);
     assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
-    assert!(!o.note.contains("neither caches"), "{}", o.note);
+    assert!(!o.note.contains("models no kernel locks"), "{}", o.note);
 }
