@@ -136,8 +136,8 @@ def test_claim2_local_placement_speeds_up_fork_wait(quick):
 
 
 def test_bad_input_is_one_line(tmp_path):
-    r = run("reproduce", "--quick", "--only", "9", "--out", tmp_path / "x")
-    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "unknown claim id 9" in r.stderr
+    r = run("reproduce", "--quick", "--only", "10", "--out", tmp_path / "x")
+    assert r.returncode != 0 and r.stderr.count("\n") == 1 and "unknown claim id 10" in r.stderr
     r = run("reproduce", "--quick", "--only", "one", "--out", tmp_path / "x")
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and "'one'" in r.stderr
     blocker = tmp_path / "file"
