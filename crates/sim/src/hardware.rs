@@ -101,7 +101,7 @@ impl Sim {
         }
         // Rates of running threads change when a sibling starts or stops.
         let socket = self.machine.core_socket[core as usize];
-        self.account_socket(socket);
+        self.account_socket(socket, self.now);
         let st = &mut self.cores[core as usize];
         let rates_change = st.running != running;
         st.running = running;
@@ -227,7 +227,7 @@ impl Sim {
             return;
         }
         let socket = self.machine.core_socket[core as usize];
-        self.account_socket(socket);
+        self.account_socket(socket, self.now);
         let n = self.machine.core_cpus[core as usize].len();
         for i in 0..n {
             let c = self.machine.core_cpus[core as usize][i];
@@ -342,13 +342,13 @@ impl Sim {
             .unwrap_or(0) as u8
     }
 
-    /// Add the socket's energy since it was last counted, at the power it
-    /// has drawn since.
-    fn account_socket(&mut self, socket: u32) {
+    /// Add the socket's energy from when it was last counted up to `until`,
+    /// at the power it has drawn since.
+    fn account_socket(&mut self, socket: u32, until: u64) {
         let (energy, last, power) = &mut self.socket_energy[socket as usize];
-        if self.now > *last {
-            *energy += *power * (self.now - *last) as f64 * 1e-9;
-            *last = self.now;
+        if until > *last {
+            *energy += *power * (until - *last) as f64 * 1e-9;
+            *last = until;
         }
     }
 
@@ -372,12 +372,9 @@ impl Sim {
     /// The energy of each socket from the start of the run to `end`: its
     /// cores' (counted up to `end`) and its static power.
     pub(crate) fn energy_per_socket(&mut self, end: u64) -> Vec<f64> {
-        let now = self.now;
-        self.now = end.max(now);
         for socket in 0..self.machine.nr_sockets() {
-            self.account_socket(socket);
+            self.account_socket(socket, end);
         }
-        self.now = now;
         let static_w = self.machine.spec.power.static_w_per_socket;
         self.socket_energy.iter().map(|(e, _, _)| e + static_w * end as f64 * 1e-9).collect()
     }
