@@ -25,14 +25,15 @@
 //!   runs rebalance_domains, at idle intervals, for every idle CPU whose
 //!   balance is due, itself last (_nohz_idle_balance); each pulls for itself
 //!   at all its levels, NUMA included. Idle CPUs get no ticks (the engine).
-//! - Newly-idle balancing pulls one waiting task from the nearest busiest CPU.
+//! - Newly-idle balancing: load_balance as a newly idle CPU at each domain
+//!   level, bottom-up, until one pulls.
 //!
 //! Simplifications (stated): all tasks nice 0; loads are PELT averages of
 //! runnable-task counts; task utilisation counts as one CPU per task
 //! (migrate_util); no cache-hot skipping, no active balancing, no doubling
 //! of balance_interval on failure; the NOHZ kick needs waiting tasks on the
 //! kicking CPU (the nr_busy_cpus trigger is left out); newly-idle balancing
-//! moves one task.
+//! does not weigh its own cost against the expected idle time.
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -825,30 +826,6 @@ impl Cfs {
         }
         moved
     }
-
-    /// Busiest CPU among those with waiting tasks, nearest to `cpu` first.
-    fn busiest_near(&self, sim: &Sim, cpu: u32, max_level: Level) -> Option<u32> {
-        let m = &sim.machine;
-        let mut best: Option<(Level, u64, u32)> = None;
-        for &c in &self.waiting {
-            if c == cpu || sim.cpu(c).mode != crate::sim::Mode::Running {
-                continue;
-            }
-            let lvl = Self::lowest_shared_level(m, cpu, c);
-            if lvl as u8 > max_level as u8 || !self.levels.contains(&lvl) && lvl != Level::Mc {
-                continue;
-            }
-            let nr = self.rq[c as usize].nr_running();
-            if nr < 2 {
-                continue;
-            }
-            let key = (lvl, u64::MAX - nr, c);
-            if best.is_none_or(|b| (key.0 as u8, key.1, key.2) < (b.0 as u8, b.1, b.2)) {
-                best = Some(key);
-            }
-        }
-        best.map(|b| b.2)
-    }
 }
 
 impl Policy for Cfs {
@@ -955,15 +932,17 @@ impl Policy for Cfs {
             // newidle_balance: skipped when the CPU expects a short idle
             // period.
             if sim.avg_idle(cpu) >= MIGRATION_COST as f64 && !self.waiting.is_empty() {
+                // load_balance as CPU_NEWLY_IDLE at each level, bottom-up,
+                // until one pulls (docs/model.md, Load balancing).
                 sim.trace(cpu, 0, ids::IDLE_BALANCE_BEGIN, 0, 0);
-                let top = *self.levels.last().unwrap();
                 let mut pulled = 0;
-                if let Some(b) = self.busiest_near(sim, cpu, top) {
-                    if self.pull(sim, b, cpu).is_some() {
-                        self.n.newidle_pulls += 1;
-                        pulled = 1;
+                for li in 0..self.levels.len() {
+                    pulled = self.load_balance(sim, cpu, self.levels[li], true);
+                    if pulled > 0 {
+                        break;
                     }
                 }
+                self.n.newidle_pulls += pulled as u64;
                 sim.trace(cpu, 0, ids::IDLE_BALANCE_END, pulled, 0);
             }
         }

@@ -163,3 +163,29 @@ fn a_small_imbalance_stays_on_its_socket() {
     assert_eq!(moves.len(), 1, "{moves:?} {}", out.policy_stats);
     assert_eq!(m.cpu_socket[moves[0] as usize], 2, "moved to CPU {}", moves[0]);
 }
+
+#[test]
+fn a_newly_idle_cpu_balances_its_own_levels_and_pulls_what_the_imbalance_allows() {
+    // Eight long tasks on CPU 0 of the 5218 and a 1 ms task on CPU 1, on
+    // another core of the same die. When that task exits, CPU 1 balances as
+    // a newly idle CPU: nothing at SMT level (its sibling is idle), then at
+    // MC level its idle core has spare capacity against CPU 0's overloaded
+    // one, so it pulls the core's two CPUs' worth (migrate_util), before
+    // any tick could balance.
+    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let mut w = pile(8, 200.0);
+    let short = w.add("short", vec![Step::Compute(Amount::fixed(1.0 * 3e6)), Step::Exit]);
+    w.initial.push((short, "short".into(), Some(1)));
+    let (out, evs) = simulate(&m, "cfs", w);
+    let first = evs
+        .iter()
+        .find(|(cpu, e)| *cpu == 1 && e.id == ids::IDLE_BALANCE_END && e.a() > 0)
+        .map(|(_, e)| *e)
+        .unwrap_or_else(|| panic!("CPU 1 never pulled when newly idle: {}", out.policy_stats));
+    let t0 = evs.iter().map(|(_, e)| e.ts).min().unwrap();
+    assert!(first.ts - t0 < 2 * MS, "the first newly-idle pull came at {} ns", first.ts - t0);
+    assert_eq!(first.a(), 2, "pulled {} tasks", first.a());
+    let moved = evs.iter().filter(|(_, x)| x.id == ids::MIGRATE && x.ts == first.ts && x.b() == 1).count();
+    assert_eq!(moved, 2);
+    assert!(cfs_stat(&out, "newidle_pulls") >= 2);
+}
