@@ -231,6 +231,17 @@ impl Engine {
         prog_span.push((at, at + 1));
         let mut steps: Vec<Step> = workload.programs.iter().flat_map(|p| p.steps.iter().cloned()).collect();
         steps.push(Step::Compute(crate::program::Amount::fixed(1e18)));
+        // The machine's background daemons: a loop program, then its body
+        // (sleep, then run), after the daemon's.
+        let background = machine.spec.background.as_ref().filter(|b| b.daemons > 0).map(|b| {
+            let lp = prog_span.len() as ProgId;
+            prog_span.push((at + 1, at + 2));
+            prog_span.push((at + 2, at + 4));
+            steps.push(Step::Repeat(lp + 1, u64::MAX));
+            steps.push(Step::Sleep(crate::program::Amount::jittered(b.period_ms * 1e6, 1.0)));
+            steps.push(Step::Compute(crate::program::Amount::work_us(b.run_us, 0.0)));
+            (lp, b.daemons)
+        });
         let sim = Sim {
             governor,
             now: 0,
@@ -262,6 +273,7 @@ impl Engine {
             abort: None,
             perf_target: None,
             daemon_prog,
+            background,
             scanned: std::cell::Cell::new(0),
             placements: 0,
             placement_scans: 0,
@@ -289,6 +301,11 @@ impl Engine {
         self.policy.init(&mut self.sim);
         for d in self.policy.daemons() {
             self.spawn_daemon(&d.comm, d.cpu)?;
+        }
+        if let Some((prog, n)) = self.sim.background {
+            for i in 0..n {
+                self.start_task(prog, &format!("daemon{i}"), None, true)?;
+            }
         }
         let initial = self.sim.workload.initial.clone();
         for (prog, comm, cpu) in initial {
@@ -392,16 +409,27 @@ impl Engine {
         }
     }
 
+    /// Whether every task of the workload still alive is blocked on
+    /// something only another of them could release (a pipe, a futex, a
+    /// barrier, a child): then only the background daemons, which never
+    /// touch the workload's objects, would ever run again.
+    fn workload_stuck(&self) -> bool {
+        self.sim.tasks.iter().filter(|t| !t.daemon && t.state != TState::Dead).all(|t| {
+            t.state == TState::Blocked && !matches!(t.blocked_on, BlockedOn::Timer | BlockedOn::Nothing)
+        })
+    }
+
     fn deadlock(&self) -> SimError {
+        let stuck = |t: &&Task| t.state == TState::Blocked && !t.daemon;
         let blocked: Vec<String> = self
             .sim
             .tasks
             .iter()
-            .filter(|t| t.state == TState::Blocked)
+            .filter(stuck)
             .take(10)
             .map(|t| format!("{} ({}, {:?})", t.pid, t.comm, t.blocked_on))
             .collect();
-        let n = self.sim.tasks.iter().filter(|t| t.state == TState::Blocked).count();
+        let n = self.sim.tasks.iter().filter(stuck).count();
         SimError::Deadlock(format!(
             "workload deadlocked at {} ns: {n} task(s) blocked for ever: {}{}",
             self.sim.now,
@@ -462,6 +490,11 @@ impl Engine {
                 let task = &self.sim.tasks[t as usize];
                 if task.state != TState::Blocked || task.block_gen != ev.gen {
                     return Ok(());
+                }
+                // With daemons about, the heap never empties: a stuck
+                // workload is found when one of them wakes.
+                if task.daemon && self.workload_stuck() {
+                    return Err(self.deadlock());
                 }
                 self.wake(t, None, false);
             }

@@ -64,6 +64,20 @@ pub struct PowerSpec {
     pub v_max: f64,
 }
 
+/// The machine's own background tasks: daemons that sleep, wake on a timer,
+/// run briefly and sleep again, whatever the workload does (docs/model.md,
+/// Background tasks). They never keep a run going.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundSpec {
+    pub daemons: u32,
+    /// Mean sleep between two runs of one daemon, drawn uniformly in
+    /// [0, 2 x period].
+    pub period_ms: f64,
+    /// Work per run, in microseconds at the reference frequency.
+    pub run_us: f64,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineSpec {
@@ -89,6 +103,9 @@ pub struct MachineSpec {
     pub dvfs: DvfsSpec,
     pub idle: Vec<IdleState>,
     pub power: PowerSpec,
+    /// None: nothing runs but the workload.
+    #[serde(default)]
+    pub background: Option<BackgroundSpec>,
 }
 
 fn one() -> u32 {
@@ -225,6 +242,17 @@ impl Machine {
         {
             if !v.is_finite() {
                 return bad(field, "must be a finite number");
+            }
+        }
+        if let Some(b) = &s.background {
+            if b.daemons > 1024 {
+                return bad("background.daemons", "must be at most 1024");
+            }
+            if !(b.period_ms.is_finite() && b.period_ms >= 0.001) {
+                return bad("background.period_ms", "must be a number >= 0.001");
+            }
+            if !(b.run_us.is_finite() && b.run_us >= 0.0 && b.run_us <= b.period_ms * 1000.0) {
+                return bad("background.run_us", "must be a number between 0 and period_ms x 1000");
             }
         }
         if d.hw_sample_us == 0 {

@@ -190,6 +190,9 @@ pub struct Sim {
     pub(crate) perf_target: Option<Vec<f64>>,
     /// The program a daemon runs: compute for ever.
     pub(crate) daemon_prog: ProgId,
+    /// The program the machine's background daemons run (sleep, run, again),
+    /// and how many run.
+    pub(crate) background: Option<(ProgId, u32)>,
     /// CPUs the policy looked at in the placement under way (`note_scan`).
     pub(crate) scanned: std::cell::Cell<u32>,
     pub(crate) placements: u64,

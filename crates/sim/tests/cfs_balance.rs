@@ -75,7 +75,7 @@ fn running_at(evs: &[(u32, Event)], at: u64) -> usize {
 
 #[test]
 fn a_pile_on_cpu0_spreads_to_every_socket_of_the_e7() {
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     assert_eq!(m.socket_cpus.len(), 4);
     for policy in ["cfs", "slocal"] {
         let (out, evs) = simulate(&m, policy, pile(160, 1000.0));
@@ -100,7 +100,7 @@ fn a_pile_on_cpu0_spreads_to_every_socket_of_the_e7() {
 
 #[test]
 fn a_large_imbalance_moves_several_tasks_per_pass_up_to_nr_migrate() {
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     let (_, evs) = simulate(&m, "cfs", pile(160, 200.0));
     // Balance passes run on behalf of idle CPUs (pid 0) by the NOHZ ilb;
     // PERIODIC_BALANCE_END: a = level, b = tasks pulled.
@@ -121,7 +121,7 @@ fn a_large_imbalance_moves_several_tasks_per_pass_up_to_nr_migrate() {
 #[test]
 fn one_task_is_left_alone() {
     for machine in ["xeon-e7-8870v4", "default"] {
-        let m = Machine::load(machine).unwrap();
+        let m = common::quiet(machine);
         for policy in ["cfs", "slocal", "smove", "nest"] {
             let (out, evs) = simulate(&m, policy, pile(1, 300.0));
             let migrations = evs.iter().filter(|(_, e)| e.id == ids::MIGRATE).count();
@@ -138,7 +138,7 @@ fn two_tasks_on_one_cpu_are_split_by_the_idle_balance() {
     // the ilb, which pulls exactly one of them (half the difference). The
     // model has no active balancing, so they may stay on one core's two
     // SMT threads, but they no longer share one CPU: faster than 2 x 300 ms.
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     let (out, evs) = simulate(&m, "cfs", pile(2, 300.0));
     let migrations = evs.iter().filter(|(_, e)| e.id == ids::MIGRATE).count();
     assert_eq!(migrations, 1, "{}", out.policy_stats);
@@ -151,7 +151,7 @@ fn a_small_imbalance_stays_on_its_socket() {
     // socket 0) balances for every idle CPU; at NUMA level
     // adjust_numa_imbalance leaves a 2-task imbalance alone, so the task
     // that moves goes to a CPU of the same socket (MC level).
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     let src = m.socket_cpus[2][5];
     let mut w = Workload::new("pair");
     let p = w.add("loop", vec![Step::Compute(Amount::fixed(300.0 * 3e6)), Step::Exit]);
@@ -172,7 +172,7 @@ fn a_newly_idle_cpu_balances_its_own_levels_and_pulls_what_the_imbalance_allows(
     // MC level its idle core has spare capacity against CPU 0's overloaded
     // one, so it pulls the core's two CPUs' worth (migrate_util), before
     // any tick could balance.
-    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let m = common::quiet("xeon-gold-5218-2s");
     let mut w = pile(8, 200.0);
     let short = w.add("short", vec![Step::Compute(Amount::fixed(1.0 * 3e6)), Step::Exit]);
     w.initial.push((short, "short".into(), Some(1)));

@@ -27,7 +27,7 @@ fn simulate_with(m: Machine, g: Governor, p: Box<dyn Policy>, w: Workload, limit
 }
 
 fn simulate(machine: &str, g: Governor, policy: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
-    let m = Machine::load(machine).unwrap();
+    let m = common::quiet(machine);
     let p = make_policy(policy, &m).unwrap();
     let (_, out, evs) = simulate_with(m, g, p, w, Limits::default());
     assert!(out.partial.is_none());
@@ -141,7 +141,7 @@ fn never_two_tasks_on_a_core_while_a_primary_core_is_idle() {
     // Phases of 6, then 20 (more than the 16 CPUs), then 3 concurrent
     // workers, so that the primary nest grows, overflows and has idle
     // cores.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let mut w = Workload::new("phases");
     let body = w.add("body", vec![work_j(1500.0, 0.5), sleep_j(400.0, 0.5)]);
     let prog = |w: &mut Workload, iters| w.add("worker", vec![Step::Repeat(body, iters), Step::Exit]);
@@ -207,7 +207,7 @@ fn wakeup(cpu: u32) -> Wake {
 fn an_impatient_task_grows_the_primary_nest() {
     // Direct calls place no task, so no placement ever completes: without
     // claim=off, every chosen core would stay claimed.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     for impatience in ["on", "off", "r_impatient=3"] {
         let n = nest(&m, &format!("nest:claim=off,impatience={impatience}").replace("impatience=r_", "r_"));
         let mut e = hogs_and_sleepers(&m, &n, 5_000_000);
@@ -251,7 +251,7 @@ fn an_impatient_task_grows_the_primary_nest() {
 /// if `touch4`, else never (idle for more than P_remove ticks). Then s wakes
 /// with a busy previous core (1); the CPU it gets, and CPU 4's membership.
 fn attached_scenario(params: &str, touch4: bool) -> (u32, u32, u64, u64) {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let n = nest(&m, params);
     let mut e = hogs_and_sleepers(&m, &n, 30_000_000);
     let sim = &mut e.sim;
@@ -435,7 +435,7 @@ fn spinning_keeps_an_idle_primary_core_at_its_frequency() {
 fn spinning_stops_as_soon_as_the_sibling_has_work() {
     // Tasks come and go on both threads of the cores: whenever a CPU runs
     // (a tick), its sibling does not spin.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let n = nest(&m, "nest");
     let mut p = Shared::new(&n);
     let ticks = Rc::new(RefCell::new(0u64));
@@ -545,7 +545,7 @@ fn nest_is_deterministic_and_configure_concentrates() {
 
 #[test]
 fn bad_parameters_name_the_parameter_and_the_choices() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let err = |s: &str| make_policy(s, &m).err().unwrap().to_string();
     let e = err("nest:spin=maybe");
     assert!(e.contains("spin") && e.contains("on or off") && e.contains("maybe"), "{e}");
@@ -562,7 +562,7 @@ fn bad_parameters_name_the_parameter_and_the_choices() {
 #[test]
 fn each_nest_is_searched_on_the_previous_cores_die_first() {
     // Two dies: CPUs 0-15 and 32-47 on die 0, 16-31 and 48-63 on die 1.
-    let m = Machine::load("xeon-gold-6130-2s").unwrap();
+    let m = common::quiet("xeon-gold-6130-2s");
     for die_first in ["on", "off"] {
         let n = nest(&m, &format!("nest:claim=off,die_first={die_first}"));
         let mut e = hogs_and_sleepers(&m, &n, 5_000_000);

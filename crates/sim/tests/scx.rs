@@ -35,7 +35,7 @@ fn warmer_pids(evs: &[(u32, Event)], m: &Machine) -> Vec<u32> {
 #[test]
 fn scx_slocal_starts_a_forked_child_on_its_parents_cpu() {
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         let (out, evs) = simulate(&m, Governor::Powersave, "scx:slocal", fork_then(true));
         assert_eq!(ran_on(&evs, 2), vec![0], "{name}: the child ran on its parent's CPU only");
         assert!(stat(&out, "waker_placed") >= 1, "{name}: {}", out.policy_stats);
@@ -79,7 +79,7 @@ fn ticked_then_forks(m: &Machine, n: u64, parent_waits: bool) -> Workload {
 #[test]
 fn scx_smove_keeps_the_child_local_when_the_parent_waits_within_d() {
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         // Every tick counts as low frequency with the threshold at the top.
         let policy = format!("scx:smove:threshold_khz={}", m.max_khz());
         let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_fork(&m, true));
@@ -96,7 +96,7 @@ fn scx_smove_keeps_the_child_local_when_the_parent_waits_within_d() {
 #[test]
 fn scx_smove_moves_the_child_d_after_the_fork_when_the_parent_keeps_running() {
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         let moved = |d: u64| {
             let policy = format!("scx:smove:threshold_khz={},delay_us={d}", m.max_khz());
             let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_fork(&m, false));
@@ -123,7 +123,7 @@ fn scx_smove_gives_each_task_its_own_timer() {
     // One timer per waker CPU kept it busy for D: the forks after the
     // first, within D, were placed at once.
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         let policy = format!("scx:smove:threshold_khz={},delay_us=200", m.max_khz());
         let (out, evs) = simulate(&m, Governor::Powersave, &policy, ticked_then_forks(&m, 4, false));
         assert_eq!(stat(&out, "timers_busy"), 0, "{name}: {}", out.policy_stats);
@@ -145,7 +145,7 @@ fn scx_smove_reads_the_kernels_frequency_on_its_own_scale() {
     // scx_bpf_cpuperf_cur. At the top frequency (performance) no CPU is
     // slow: the child goes where the default selection put it.
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         let (out, _) = simulate(&m, Governor::Performance, "scx:smove", ticked_then_fork(&m, false));
         assert_eq!(stat(&out, "timers_armed"), 0, "{name}: {}", out.policy_stats);
         assert!(stat(&out, "smove_fast") >= 1, "{name}: {}", out.policy_stats);
@@ -179,7 +179,7 @@ fn fork_wait_chain(n: u64) -> Workload {
 #[test]
 fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:nest:warm=threads", fork_wait_chain(100));
         let warmers = warmer_pids(&evs, &m);
         assert_eq!(warmers.len() as u32, m.nr_cpus, "{name}: one warmer per CPU");
@@ -210,7 +210,7 @@ fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
 #[test]
 fn scx_nest_leaves_no_cpu_idle_while_a_cpu_bound_task_waits() {
     for &name in MACHINES {
-        let m = Machine::load(name).unwrap();
+        let m = common::quiet(name);
         // As many 20 ms tasks as CPUs, all started on CPU 0.
         let mut w = Workload::new("pile");
         let busy = w.add("busy", vec![Step::Compute(Amount::work_us(20_000.0, 0.0)), Step::Exit]);
@@ -234,7 +234,7 @@ fn scx_nest_leaves_no_cpu_idle_while_a_cpu_bound_task_waits() {
 
 #[test]
 fn scx_nest_grows_the_primary_nest_under_load_and_shrinks_it_after() {
-    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let m = common::quiet("xeon-gold-5218-2s");
     // 16 tasks run 1 ms and sleep 0.2 ms, 30 times, together; then one task
     // alone runs 1 ms and sleeps 1 ms, 100 times: its wake-ups compact the
     // nest.
@@ -254,7 +254,7 @@ fn scx_nest_grows_the_primary_nest_under_load_and_shrinks_it_after() {
 
 #[test]
 fn every_scx_policy_runs_the_stress_workloads_on_the_e7_without_ejection() {
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     let storm = "periodic:tasks=400,run_us=100,sleep_us=100,duration_ms=30";
     // An rt-app storm: 300 tasks of 100 us run and 100 us sleep, with a
     // barrier every 10 periods among 20 of them, for 30 ms.
@@ -277,7 +277,7 @@ fn every_scx_policy_runs_the_stress_workloads_on_the_e7_without_ejection() {
 
 #[test]
 fn scx_runs_are_deterministic_and_independent() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let run = || {
         let w = wl("hackbench:groups=2,loops=10", &m);
         simulate(&m, Governor::Schedutil, "scx:nest", w).1
@@ -293,7 +293,7 @@ fn scx_runs_are_deterministic_and_independent() {
     let handles: Vec<_> = (0..4)
         .map(|_| {
             std::thread::spawn(move || {
-                let m = Machine::load("default").unwrap();
+                let m = common::quiet("default");
                 let w = wl("hackbench:groups=2,loops=10", &m);
                 let c = Collect::default();
                 let p = make_policy("scx:nest", &m).unwrap();
@@ -321,7 +321,7 @@ fn busy_frequency(machine: &str, policy: &str) -> (f64, f64) {
     for b in bands {
         let (f, lo, hi) = (b["fraction"].as_f64().unwrap(), b["lo_mhz"].as_f64().unwrap(), b["hi_mhz"].as_f64().unwrap());
         mean += f * (lo + hi) / 2.0;
-        if hi == max_hi && hi * 1000.0 >= Machine::load(machine).unwrap().turbo_by_active[1] as f64 {
+        if hi == max_hi && hi * 1000.0 >= common::quiet(machine).turbo_by_active[1] as f64 {
             top += f;
         }
     }
@@ -379,7 +379,7 @@ fn light_run(m: &Machine, g: Governor, policy: &str) -> (Vec<(u32, Event)>, u32,
 
 #[test]
 fn scx_nest_keeps_its_primary_cores_at_the_top_frequency_and_lets_others_fall() {
-    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let m = common::quiet("xeon-gold-5218-2s");
     // No warmers: their spinning would keep the core busy anyway.
     let mean = |policy: &str| light_run(&m, Governor::Schedutil, policy).2;
     let top = m.turbo_by_active[1] as f64;
@@ -395,7 +395,7 @@ fn scx_nest_keeps_its_primary_cores_at_the_top_frequency_and_lets_others_fall() 
 
 #[test]
 fn bad_scx_names_and_parameters_name_the_valid_ones() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let err = |s: &str| make_policy(s, &m).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err("scx:nope").contains("scx:default, scx:slocal, scx:smove, scx:nest"), "{}", err("scx:nope"));
     assert!(err("scx:smove:dealy_us=5").contains("delay_us"), "{}", err("scx:smove:dealy_us=5"));
@@ -421,7 +421,7 @@ fn simulate_variant(m: &Machine, policy: &str, source: &str, w: Workload) -> (Ou
 
 #[test]
 fn the_simulator_runs_the_kernels_program_source() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     // The source as it is, built again: the same run as the built-in copy.
     let (_, same) = simulate_variant(&m, "scx:slocal", PROGRAM, fork_then(true));
     let (_, builtin) = simulate(&m, Governor::Powersave, "scx:slocal", fork_then(true));
@@ -437,7 +437,7 @@ fn the_simulator_runs_the_kernels_program_source() {
 
 #[test]
 fn an_ejection_ends_the_run_with_its_reason_and_time() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     // scx_bpf_error from ops.init_task of the second task.
     let hook = "\ttctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);\n";
     assert_eq!(PROGRAM.matches(hook).count(), 1, "main.bpf.c changed: update this test");
@@ -467,7 +467,7 @@ fn scx_nest_holds_its_primary_cores_in_polling_through_pm_qos() {
     // polling state (warm=pmqos, the default), the core stays in C0 at its
     // frequency and wakes at once; without warm cores it sleeps deeply, its
     // frequency falls and each wake-up pays the exit latency.
-    let m = Machine::load("xeon-gold-5218-2s").unwrap();
+    let m = common::quiet("xeon-gold-5218-2s");
     let run = |policy: &str| {
         let (evs, pid, mean_f) = light_run(&m, Governor::Powersave, policy);
         // Wake-up to switch-in, after the first 100 ms.
@@ -560,7 +560,7 @@ fn scx_haiku_priority_cycling_runs_every_ready_thread_within_twice_the_latency_b
 fn scx_haiku_power_saving_leaves_more_cores_idle_than_low_latency_on_a_light_load() {
     // Four tasks of 1 ms every 10 ms (10 % each): power saving packs them on
     // its small task core, low latency spreads them over idle cores.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let cores_used = |evs: &[(u32, Event)]| {
         let mut cores: Vec<u32> =
             evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0).map(|(c, _)| m.cpu_core[*c as usize]).collect();
@@ -606,7 +606,7 @@ fn scx_haiku_a_warm_cache_brings_a_thread_back_to_its_core() {
     // back to its core through the mode's rebalance, which keeps it there.
     // Low latency first placed it away from the hog's core 0, which a fresh
     // choice would take once the hog has gone.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     for &(policy, _) in HAIKU_MODES {
         let (out, evs) = simulate(&m, Governor::Performance, policy, hog_and_sleeper(50.0));
         let cores = sleeper_cores(&m, &evs);

@@ -41,7 +41,7 @@ fn alone(ms: f64, stall: f64) -> Workload {
 
 #[test]
 fn stall_time_does_not_scale_with_frequency() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let ms = 1000.0;
     let t = |s: f64| run(&m, Governor::Performance, "cfs", alone(ms, s)).0.makespan_ns as f64;
     let t0 = t(0.0);
@@ -59,7 +59,7 @@ fn stall_time_does_not_scale_with_frequency() {
 
 #[test]
 fn a_stall_share_above_one_is_refused() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let err = workloads::build("nas", &[("stall".into(), "1.5".into())], &m).unwrap_err();
     assert!(err.to_string().contains("at most 1"), "{err}");
     let w = builtin("nas:stall=0.5", &m);
@@ -109,7 +109,7 @@ fn most_active(evs: &[(u32, Event)]) -> usize {
 #[test]
 fn configure_is_half_short_fork_wait_chains_half_long_lone_tasks() {
     // At a steady frequency, time follows work.
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let (out, evs) = run(&m, Governor::Performance, "cfs", builtin("configure:checks=60", &m));
     // The chain's tasks take at most 12 ms of work (cc1, 8 ms +- 50 %), the
     // long ones at least 50 ms (100 ms +- 50 %).
@@ -129,7 +129,7 @@ fn kbuild_sequential_phase_lasts_about_4_4_s_on_the_e7_under_cfs() {
     // Its work is sized from the paper's 4.4 s at the lowest frequency, one
     // task at a time (Fewer Cores, More Hertz, sections 2 and 4.4): CFS's
     // dispersal keeps it there.
-    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let m = common::quiet("xeon-e7-8870v4");
     let (out, evs) = run(&m, Governor::Powersave, "cfs", builtin("kbuild:jobs=1,files=0,seq_post=0", &m));
     let s = out.makespan_ns as f64 / 1e9;
     assert!((3.5..5.5).contains(&s), "{s} s");
@@ -141,7 +141,7 @@ fn kbuild_sequential_phase_lasts_about_4_4_s_on_the_e7_under_cfs() {
 
 #[test]
 fn mkl_dnn_threads_block_at_barriers_instead_of_spinning() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     let iters = 20;
     let futex_waits = |spec: &str| {
         let (_, evs) = run(&m, Governor::Powersave, "cfs", builtin(spec, &m));
@@ -157,7 +157,7 @@ fn mkl_dnn_threads_block_at_barriers_instead_of_spinning() {
 
 #[test]
 fn nas_lu_sweeps_are_a_wavefront_of_busy_waits() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     // 4 planes: with 8 threads a sweep takes 4 + 7 block times (the
     // pipeline fills and drains), with 1 thread 4. The barrier kernel of
     // the same work shows what 8 threads cost otherwise (the turbo ceiling).
@@ -178,7 +178,7 @@ fn nas_lu_sweeps_are_a_wavefront_of_busy_waits() {
 
 #[test]
 fn schbench_message_thread_waits_for_a_worker_then_sleeps() {
-    let m = Machine::load("default").unwrap();
+    let m = common::quiet("default");
     // One message thread (pid 2) with 4 workers; c = s = 30 ms, 2 s.
     let (out, evs) = run(&m, Governor::Performance, "cfs", builtin("schbench:message=1,workers=4,runtime_ms=2000", &m));
     assert_eq!(out.makespan_ns, 2_000_000_000, "the run ends at its run time");

@@ -87,3 +87,11 @@ pub fn simulate(m: &Machine, g: Governor, policy: &str, w: Workload) -> (Outcome
     let evs = c.0.borrow().clone();
     (out, evs)
 }
+
+/// A preset machine without its background daemons, for tests of one
+/// mechanism in isolation.
+pub fn quiet(name: &str) -> Machine {
+    let mut spec = Machine::load(name).unwrap().spec;
+    spec.background = None;
+    Machine::new(spec).unwrap()
+}
