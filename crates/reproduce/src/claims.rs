@@ -540,10 +540,13 @@ fn check3(r: &Results, s: &Setup) -> Result<Outcome, String> {
     // The paper's S_local losses: 80 % (mkl-dnn), 17 % (NAS LU).
     if mkl_l < -3.0 * 80.0 || nas_l < -3.0 * 17.0 {
         note.push_str(
-            " The simulated losses are several times the paper's: S_local keeps the threads that block and wake each \
-             other stacked on the wakers' cores (the overload and work-conservation figures above), and nothing else \
-             wakes the idle cores; in the paper, daemon threads (systemd) that wake and block at once triggered the idle \
-             balancing that spread the threads (Fewer Cores, More Hertz, section 4.4), and the model runs no background tasks.",
+            " The simulated losses are several times the paper's: S_local stacks the threads a barrier releases on the \
+             waker's core again at every barrier (the overload and work-conservation figures above), and they wait there \
+             for balancing. In the paper, daemons (systemd) that woke and blocked at once triggered the idle balancing \
+             that spread them (Fewer Cores, More Hertz, section 4.4); the model runs such daemons (docs/model.md, \
+             Background tasks), but the stacked CPU's own tick already kicks idle balancing about once per barrier, so the \
+             daemons change little. What sets the loss is that wait against the length of a work item between barriers, \
+             which no source gives (mkl-dnn's 100 us and NAS LU's blocks are ASSUMPTIONS).",
         );
     }
     Ok(Outcome::new(sim_value, grade, note))
