@@ -20,7 +20,7 @@ pub struct ReproduceArgs {
     /// (seconds instead of a minute or two).
     #[arg(long)]
     pub quick: bool,
-    /// Only these claims, comma-separated ids (1-8), e.g. --only 1,2.
+    /// Only these claims, comma-separated ids (1-9), e.g. --only 1,2.
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
     /// Simulations run at a time (0: one per CPU); with --ray auto, the
