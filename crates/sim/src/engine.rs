@@ -266,6 +266,7 @@ impl Engine {
             samples: Vec::new(),
             measures: 0,
             alive: 0,
+            waiting_on_tasks: 0,
             next_pid: 1,
             migrations: 0,
             last_exit: 0,
@@ -394,6 +395,8 @@ impl Engine {
 
     /// Engine invariants (debug builds): run-queue counts match task states.
     fn check(&self) {
+        let waiting = self.sim.tasks.iter().filter(|t| Self::on_tasks(t)).count();
+        assert_eq!(self.sim.waiting_on_tasks as usize, waiting, "tasks waiting on tasks at {} ns", self.sim.now);
         let mut nr = vec![0u32; self.sim.cpus.len()];
         for t in &self.sim.tasks {
             if matches!(t.state, TState::Runnable | TState::Running) {
@@ -410,13 +413,11 @@ impl Engine {
     }
 
     /// Whether every task of the workload still alive is blocked on
-    /// something only another of them could release (a pipe, a futex, a
-    /// barrier, a child): then only the background daemons, which never
-    /// touch the workload's objects, would ever run again.
+    /// something only another of them could release: then only the
+    /// background daemons, which never touch the workload's objects, would
+    /// ever run again.
     fn workload_stuck(&self) -> bool {
-        self.sim.tasks.iter().filter(|t| !t.daemon && t.state != TState::Dead).all(|t| {
-            t.state == TState::Blocked && !matches!(t.blocked_on, BlockedOn::Timer | BlockedOn::Nothing)
-        })
+        self.sim.alive > 0 && self.sim.waiting_on_tasks == self.sim.alive
     }
 
     fn deadlock(&self) -> SimError {
@@ -679,6 +680,9 @@ impl Engine {
         let prev = self.sim.tasks[t as usize].cpu;
         let waker_cpu = waker.map(|w| self.sim.tasks[w as usize].cpu).unwrap_or(prev);
         let task = &mut self.sim.tasks[t as usize];
+        if Self::on_tasks(task) {
+            self.sim.waiting_on_tasks -= 1;
+        }
         task.state = TState::Runnable;
         task.blocked_on = BlockedOn::Nothing;
         task.wait = WaitFor::None;
@@ -811,6 +815,11 @@ impl Engine {
         Ok(())
     }
 
+    /// A workload task blocked on what only another task can release.
+    fn on_tasks(task: &Task) -> bool {
+        !task.daemon && task.state == TState::Blocked && !matches!(task.blocked_on, BlockedOn::Timer | BlockedOn::Nothing)
+    }
+
     pub(crate) fn block(&mut self, c: u32, t: Tid, on: BlockedOn, id: u32, a: u32, state: u32) {
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.emit(c, pid, id, a, 0);
@@ -818,6 +827,9 @@ impl Engine {
         task.state = TState::Blocked;
         task.blocked_on = on;
         task.block_gen = task.block_gen.wrapping_add(1);
+        if Self::on_tasks(task) {
+            self.sim.waiting_on_tasks += 1;
+        }
         self.stop(c, t, state);
         self.policy.stopping(&mut self.sim, t, c, false);
         self.sim.actions.push_back(Action::Schedule(c));

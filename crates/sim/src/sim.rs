@@ -179,6 +179,9 @@ pub struct Sim {
     pub(crate) samples: Vec<u64>,
     pub(crate) measures: u64,
     pub(crate) alive: u32,
+    /// Of those, the tasks blocked on something only another task can
+    /// release (a pipe, a futex, a barrier, a child).
+    pub(crate) waiting_on_tasks: u32,
     pub(crate) next_pid: u32,
     pub(crate) migrations: u64,
     pub(crate) last_exit: u64,
