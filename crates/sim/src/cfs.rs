@@ -937,7 +937,16 @@ impl Policy for Cfs {
                 sim.trace(cpu, 0, ids::IDLE_BALANCE_BEGIN, 0, 0);
                 let mut pulled = 0;
                 for li in 0..self.levels.len() {
-                    pulled = self.load_balance(sim, cpu, self.levels[li], true);
+                    let level = self.levels[li];
+                    // Only waiting tasks move, and at a level only from the
+                    // other groups: CPUs whose nearest shared level with
+                    // this one is this level. Without any, the level's
+                    // statistics would be computed for nothing.
+                    let m = &sim.machine;
+                    if !self.waiting.iter().any(|&c| c != cpu && Self::lowest_shared_level(m, cpu, c) == level) {
+                        continue;
+                    }
+                    pulled = self.load_balance(sim, cpu, level, true);
                     if pulled > 0 {
                         break;
                     }
