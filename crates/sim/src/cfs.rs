@@ -69,12 +69,18 @@ const SCAN_COST_NS: f64 = 500.0;
 const NR_MIGRATE: u64 = 32;
 
 /// A scheduling group's statistics for load_balance, from runnable counts.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct GStat {
     nr: u64,
     weight: u64,
     idle: u64,
+    /// The group's decayed load, NaN until computed.
     load: f64,
+}
+impl Default for GStat {
+    fn default() -> Self {
+        GStat { nr: 0, weight: 0, idle: 0, load: f64::NAN }
+    }
 }
 impl GStat {
     /// 5.9 group_type, reduced to what runnable counts show: 0 has_spare
@@ -715,43 +721,59 @@ impl Cfs {
         let now = sim.now();
         let (src, count) = {
             let groups = self.groups(&sim.machine, level, dst);
+            // Runnable and idle counts first; the decayed loads only where
+            // a comparison needs them (overloaded or fully busy groups).
             let stat = |g: &[u32]| {
                 let mut s = GStat { weight: g.len() as u64, ..GStat::default() };
                 for &c in g {
                     s.nr += self.rq[c as usize].nr_running();
                     s.idle += self.idle(sim, c) as u64;
-                    s.load += self.load(now, c);
                 }
                 s
             };
+            let load_of = |g: &[u32]| g.iter().map(|&c| self.load(now, c)).sum::<f64>();
             let Some(li) = groups.iter().position(|g| g.contains(&dst)) else { return 0 };
-            let local = stat(&groups[li]);
+            let mut local = stat(&groups[li]);
             let mut all = local;
             let mut busiest: Option<(usize, GStat)> = None;
             let ng = groups.len();
             for i in 1..ng {
                 let gi = (li + i) % ng;
-                let s = stat(&groups[gi]);
+                let mut s = stat(&groups[gi]);
                 all.nr += s.nr;
                 all.weight += s.weight;
-                all.load += s.load;
                 if s.nr == 0 {
                     continue;
                 }
                 // update_sd_pick_busiest: highest group type; among groups
                 // with spare capacity, fewest idle CPUs then most tasks;
                 // otherwise highest average load.
-                let better = match busiest {
+                let better = match &mut busiest {
                     None => true,
                     Some((_, b)) if s.kind() != b.kind() => s.kind() > b.kind(),
                     Some((_, b)) if s.kind() == 0 => s.idle < b.idle || (s.idle == b.idle && s.nr > b.nr),
-                    Some((_, b)) => s.avg() > b.avg(),
+                    Some((bgi, b)) => {
+                        s.load = load_of(&groups[gi]);
+                        if b.load.is_nan() {
+                            b.load = load_of(&groups[*bgi]);
+                        }
+                        s.avg() > b.avg()
+                    }
                 };
                 if better {
                     busiest = Some((gi, s));
                 }
             }
-            let Some((bi, b)) = busiest else { return 0 };
+            let Some((bi, mut b)) = busiest else { return 0 };
+            if local.kind() != 0 {
+                // Loads count from here on only for a local group without
+                // spare capacity (its checks, and migrate_load).
+                local.load = load_of(&groups[li]);
+                if b.load.is_nan() {
+                    b.load = load_of(&groups[bi]);
+                }
+                all.load = groups.iter().map(|g| load_of(g)).sum();
+            }
             let avg = all.avg();
             // find_busiest_group's checks.
             if local.kind() > b.kind() {
