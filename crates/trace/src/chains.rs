@@ -99,7 +99,7 @@ pub struct Chains {
     segs: Vec<Seg>,
     touched: Vec<u32>,
     now: Option<u64>,
-    /// Wake-ups and forks seen, and events that set a frequency.
+    /// WAKEUP, WAKEUP_NEW and FORK events read, and CTX_SWITCH events.
     wakeups: u64,
     switches: u64,
 }
@@ -163,7 +163,7 @@ impl Chains {
             match forked {
                 Some(l) => self.links[l].target_cpu = a,
                 None if !self.a.is_runnable(pid) => self.wake(c, t, waker, pid, Some(a), fork),
-                None => {}
+                None => self.late_wake(c, t, waker, pid, a, fork),
             }
         }
         // A switch-out read after the task's switch-in elsewhere is stale.
@@ -212,6 +212,23 @@ impl Chains {
             parent: if waker != 0 { self.latest.get(&waker).map(|&(l, _)| l) } else { None },
         });
         self.latest.insert(wakee, (id, true));
+    }
+
+    /// A wake-up read after the switch-in it caused, at the same time on
+    /// another CPU (ties given by CPU number, stats.rs, Order): the link
+    /// starts where the task already runs.
+    fn late_wake(&mut self, c: usize, t: u64, waker: u32, wakee: u32, target: u32, fork: bool) {
+        let Some(d) = self.a.running_on(wakee).map(|d| d as usize) else { return };
+        let s = self.segs[d];
+        let started_now = self.latest.get(&wakee).is_some_and(|&(l, open)| open && self.links[l as usize].start == Some(t));
+        if s.curr != wakee || s.since != t || started_now {
+            return;
+        }
+        self.wake(c, t, waker, wakee, Some(target), fork);
+        let l = self.links.last_mut().expect("just made");
+        l.cpu = Some(d as u32);
+        l.start = Some(t);
+        l.khz = (s.freq != 0).then_some(s.freq);
     }
 
     /// The open link of `pid` ends at `t`, with the time it ran until then
@@ -543,6 +560,24 @@ mod tests {
         let ls = run(2, &evs);
         assert_eq!(ls.links.len(), 1);
         assert_eq!((ls.links[0].run_ns, ls.links[0].below_ns, ls.links[0].end), (2 * MS, Some(2 * MS), 6 * MS));
+    }
+
+    #[test]
+    fn a_wake_up_read_after_its_switch_in_still_makes_the_link() {
+        // At 2 ms CPU0 (2 GHz, task 10) wakes 20, which CPU1 (1 GHz) runs at
+        // once; the reader gives CPU1's switch first. 20 blocks at 5 ms.
+        let evs = [
+            freq(0, 0, 2 * GHZ),
+            freq(1, 0, GHZ),
+            switch(0, 0, 0, 10, RUNNABLE),
+            switch(1, 2 * MS, 0, 20, RUNNABLE),
+            e(0, 2 * MS, 20, ids::WAKEUP, 1, 10),
+            switch(1, 5 * MS, 20, 0, BLOCKED),
+        ];
+        let l = run(2, &evs).links;
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].waker, l[0].cpu, l[0].start, l[0].khz), (10, Some(1), Some(2 * MS), Some(GHZ)));
+        assert_eq!((l[0].run_ns, l[0].below_ns, l[0].end), (3 * MS, Some(3 * MS), 5 * MS));
     }
 
     #[test]
