@@ -3,6 +3,8 @@
 Rust analysis gives, the waker each segment's hover names, and the arrows a
 click or a pid draws."""
 
+import threading
+
 import numpy as np
 import pytest
 from bokeh.document import Document
@@ -39,17 +41,18 @@ def test_links_of_the_known_trace(known_trace):
     # cc1's segments at 10 and 30 ms are link 0's; make's at 2 ms has none;
     # cc1 after its link ended (70 ms) has none either.
     assert ch.link_of([102, 102, 101, 102], [10 * MS, 30 * MS, 2 * MS, 70 * MS]).tolist() == [0, 0, -1, -1]
-    assert ch.describe(0) == "make (101) on CPU 0 at 1100 MHz (woken at 5.000 ms)"
-    src = ch.hover({"task": np.array([102, 0]), "left": np.array([10.0, 0.0])})
-    assert src["waker"] == [ch.describe(0), ""]
+    assert ch.describe([0, -1]) == ["make (101) on CPU 0 at 1100 MHz (woken at 5.000 ms)", "not woken in the trace"]
+    src = ch.hover({"task": np.array([102, 0, 101]), "left": np.array([10.0, 0.0, 2.0])})
+    assert src["waker"] == [ch.describe([0])[0], "", "not woken in the trace"]
+    assert ch.tasks([0, 103, 999]) == ["<idle>", "ld.gold (103)", "- (999)"]
     a = ch.arrows([0])
     assert (a["x0"][0], a["y0"][0], a["x1"][0], a["y1"][0]) == (5.0, 0.0, 10.0, 0.0)
     assert a["label"] == ["1100\u21921100 MHz"]
 
 
 def test_chain_is_the_rust_traversal():
-    # 0 <- 1 <- 2, 1 <- 3; 4 alone.
-    parents = [None, 0, 1, 1, None]
+    # 0 <- 1 <- 2, 1 <- 3; 4 alone (no parent: None or negative).
+    parents = [None, 0, 1, 1, -1]
     assert _native.chain(parents, [2]) == [0, 1, 2]
     assert _native.chain(parents, [1]) == [0, 1, 2, 3]
     assert _native.chain(parents, [4]) == [4]
@@ -111,3 +114,30 @@ def _click(button):
     from bokeh.events import ButtonClick
 
     button._trigger_event(ButtonClick(button))
+
+
+def test_a_large_traces_links_come_on_a_thread(known_trace, monkeypatch):
+    monkeypatch.setattr(chains, "SYNC_MAX_EVENTS", 3)
+    gate = threading.Event()
+
+    class Slow(chains.Chains):
+        def __init__(self, trace):
+            gate.wait(60)
+            super().__init__(trace)
+
+    monkeypatch.setattr(chains, "Chains", Slow)
+    model = server.Model(str(known_trace), "freq")
+    doc = Document()
+    refresh, x_range, status = server.make_document(doc, model)
+    seg = doc.get_model_by_name("segments").data_source
+    x_range.start, x_range.end = 9.0, 30.0
+    refresh()
+    # Until the thread is done, hover says the links are coming; a click too.
+    assert set(seg.data["waker"]) == {chains.PENDING}
+    seg.selected.indices = [0]
+    assert chains.PENDING in doc.get_model_by_name("chain_status").text
+    gate.set()
+    model._chains_thread.join(60)
+    refresh()
+    i = list(seg.data["task"]).index(102)
+    assert seg.data["waker"][i].startswith("make (101) on CPU 0 at 1100 MHz")

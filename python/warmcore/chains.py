@@ -35,7 +35,7 @@ TOOLTIP = ("woken by", "@waker")
 
 
 def _mhz(khz) -> str:
-    return "?" if pd.isna(khz) else f"{khz / 1e3:.0f}"
+    return "?" if khz != khz else f"{khz / 1e3:.0f}"  # NaN: unknown
 
 
 class Chains:
@@ -59,9 +59,13 @@ class Chains:
         for c in ("ts", "start", "end"):
             f[c] = f[c] - t0
         self.links = f
-        self.parents = [None if pd.isna(p) else int(p) for p in f["parent"]]
-        procs = trace.processes()
-        self.comms = {int(p): v["comm"] for p, v in procs.items() if v["comm"]}
+        # The Rust traversal's input, built once: -1 for no parent.
+        self.parents = np.nan_to_num(f["parent"].to_numpy(np.float64), nan=-1).astype(np.int64).tolist()
+        # Columns hover reads, as arrays.
+        self._col = {c: f[c].to_numpy() for c in ("fork", "waker", "waker_cpu", "waker_khz", "ts", "wakee", "end")}
+        pt = trace._t.process_table()
+        self._pids = pt.column("pid").to_numpy()
+        self._comms = pt.column("comm").to_pylist()
         # Links by (wakee, ts): a segment's link is its task's last one begun before it.
         wakee = f["wakee"].to_numpy(np.int64)
         ts = f["ts"].to_numpy(np.int64)
@@ -70,8 +74,16 @@ class Chains:
         self._order = np.argsort(key, kind="stable")
         self._key = key[self._order]
 
+    def tasks(self, pids) -> list:
+        """Each pid as 'comm (pid)', '<idle>' for 0."""
+        pids = np.asarray(pids, dtype=self._pids.dtype if len(self._pids) else np.int64)
+        j = np.minimum(np.searchsorted(self._pids, pids), max(len(self._pids) - 1, 0))
+        hit = (self._pids[j] == pids) if len(self._pids) else np.zeros(len(pids), dtype=bool)
+        return ["<idle>" if p == 0 else f"{(self._comms[i] if h else '') or '-'} ({p})"
+                for p, i, h in zip(pids.tolist(), j.tolist(), hit.tolist())]
+
     def task(self, pid: int) -> str:
-        return "<idle>" if pid == 0 else f"{self.comms.get(pid, '-')} ({pid})"
+        return self.tasks([pid])[0]
 
     def link_of(self, pids, begins) -> np.ndarray:
         """The link whose wakee runs each segment (task `pids[i]` from
@@ -85,27 +97,36 @@ class Chains:
         b = np.clip(begins, 0, self._shift - 1)
         j = np.searchsorted(self._key, pids * self._shift + b, side="right") - 1
         cand = self._order[np.maximum(j, 0)]
-        f = self.links
-        ok = ((j >= 0) & (f["wakee"].to_numpy(np.int64)[cand] == pids) & (pids != 0)
-              & (f["end"].to_numpy(np.float64)[cand] >= begins))
+        c = self._col
+        ok = (j >= 0) & (c["wakee"][cand] == pids) & (pids != 0) & (c["end"][cand] >= begins)
         out[ok] = cand[ok]
         return out
 
-    def describe(self, i: int) -> str:
-        """Who made link i, where and how fast: what hover shows."""
-        if i < 0:
-            return "not woken in the trace"
-        k = self.links.iloc[i]
-        how = "forked" if k["fork"] else "woken"
-        return (f"{self.task(int(k['waker']))} on CPU {int(k['waker_cpu'])} at {_mhz(k['waker_khz'])} MHz "
-                f"({how} at {k['ts'] / MS:.3f} ms)")
+    def describe(self, ids) -> list:
+        """Who made each link of `ids`, where and how fast: what hover shows
+        (-1: a task not woken in the trace)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if not len(self.links):
+            return ["not woken in the trace"] * len(ids)
+        c = self._col
+        i = np.maximum(ids, 0)
+        who = self.tasks(c["waker"][i])
+        out = []
+        for k, w, fork, cpu, khz, ts in zip(ids.tolist(), who, c["fork"][i].tolist(), c["waker_cpu"][i].tolist(),
+                                             c["waker_khz"][i].tolist(), c["ts"][i].tolist()):
+            out.append("not woken in the trace" if k < 0 else
+                       f"{w} on CPU {cpu} at {_mhz(khz)} MHz ({'forked' if fork else 'woken'} at {ts / MS:.3f} ms)")
+        return out
 
     def hover(self, src: dict) -> dict:
         """The exact segments' columns with each segment's waker added."""
         task = np.asarray(src["task"], dtype=np.int64)
         link = self.link_of(task, np.round(np.asarray(src["left"], dtype=np.float64) * MS))
         src["link"] = link
-        src["waker"] = ["" if p == 0 else self.describe(int(i)) for p, i in zip(task, link)]
+        # Each link described once, however many segments it has.
+        u, inv = np.unique(link, return_inverse=True)
+        text = np.asarray(self.describe(u) + [""], dtype=object)
+        src["waker"] = text[np.where(task == 0, len(u), inv.reshape(-1))].tolist()
         return src
 
     def chain(self, seeds) -> np.ndarray:
@@ -141,7 +162,7 @@ class Chains:
         label = [f"{_mhz(a)}\u2192{_mhz(b)} MHz" for a, b in zip(f["waker_khz"], f["khz"])]
         return {"x0": x0, "y0": y0, "x1": x1, "y1": y1, "lx": (x0 + x1) / 2, "ly": (y0 + y1) / 2,
                 "label": label, "link": f["id"].to_numpy(np.int64),
-                "waker": [self.task(int(p)) for p in f["waker"]], "wakee": [self.task(int(p)) for p in f["wakee"]],
+                "waker": self.tasks(f["waker"].to_numpy()), "wakee": self.tasks(f["wakee"].to_numpy()),
                 "below_us": f["below_ns"].to_numpy(np.float64) / 1e3}
 
     def summary(self, ids) -> str:
@@ -156,7 +177,8 @@ class Chains:
                 f"{b}")
 
 
-_lock = threading.Lock()
+_lock = threading.Lock()   # one computation per model
+_start = threading.Lock()  # one thread per model, started without waiting for a computation
 
 
 def of(model) -> Chains:
@@ -172,7 +194,7 @@ def ready(model) -> Optional[Chains]:
     """The chains if computed, else None: a large trace's are computed on a
     thread (a pass of the analysis), so that its first picture does not wait."""
     if getattr(model, "_chains", None) is None and model.trace.event_count() > SYNC_MAX_EVENTS:
-        with _lock:
+        with _start:
             if getattr(model, "_chains_thread", None) is None:
                 model._chains_thread = threading.Thread(target=of, args=(model,), daemon=True)
                 model._chains_thread.start()

@@ -493,10 +493,12 @@ fn sim<'py>(
 }
 
 /// The chain through the links `seeds` given each link's parent (the
-/// `parent` column of `Trace.links()`, None for none): the seeds, their
-/// ancestors and descendants, as sorted link ids (warmcore_trace::chains::chain).
+/// `parent` column of `Trace.links()`; None or a negative number for none):
+/// the seeds, their ancestors and descendants, as sorted link ids
+/// (warmcore_trace::chains::chain).
 #[pyfunction]
-fn chain(parents: Vec<Option<u32>>, seeds: Vec<u32>) -> Vec<u32> {
+fn chain(parents: Vec<Option<i64>>, seeds: Vec<u32>) -> Vec<u32> {
+    let parents: Vec<Option<u32>> = parents.iter().map(|p| p.and_then(|p| u32::try_from(p).ok())).collect();
     warmcore_trace::chains::chain(&parents, &seeds)
 }
 
