@@ -45,7 +45,7 @@ class Chains:
         self.error: Optional[str] = None
         try:
             batch = trace.links()
-        except Exception as e:  # the analysis' one line (no wake-up events), shown on the page
+        except _native.TraceError as e:  # the analysis' one line (no wake-up events), shown on the page
             self.error = str(e)
             batch = None
         t0 = trace.start_ns
