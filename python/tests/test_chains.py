@@ -50,6 +50,28 @@ def test_links_of_the_known_trace(known_trace):
     assert a["label"] == ["1100\u21921100 MHz"]
 
 
+def test_without_frequencies_the_links_say_unknown(tmp_path):
+    # A recording without FREQ_CHANGE or TICK frequencies (perf's, often):
+    # 10 on CPU 0 wakes 20, which runs on CPU 1 from 3 to 6 ms.
+    path = tmp_path / "nofreq.wct"
+    w = warmcore.Writer(str(path), 2)
+    w.note_process(10, 1, "make", 0)
+    w.push(0, 1 * MS, 0, ID["CTX_SWITCH"], 10, 0)
+    w.push(0, 2 * MS, 20, ID["WAKEUP"], 1, 10)
+    w.push(1, 3 * MS, 0, ID["CTX_SWITCH"], 20, 0)
+    w.push(1, 6 * MS, 20, ID["CTX_SWITCH"], 0, 1)
+    w.finish()
+    t = warmcore.open(path)
+    b = t.links()
+    assert b.column("waker_khz").null_count == b.column("khz").null_count == b.column("below_ns").null_count == 1
+    assert b.column("run_ns").to_pylist() == [3 * MS]
+    ch = chains.Chains(t)
+    assert ch.describe([0]) == ["make (10) on CPU 0 at ? MHz (woken at 1.000 ms)"]
+    a = ch.arrows([0])
+    assert a["label"] == ["?\u2192? MHz"] and (a["y0"][0], a["y1"][0]) == (0, 1)
+    assert "no frequency data" in ch.summary([0])
+
+
 def test_chain_is_the_rust_traversal():
     # 0 <- 1 <- 2, 1 <- 3; 4 alone (no parent: None or negative).
     parents = [None, 0, 1, 1, -1]
