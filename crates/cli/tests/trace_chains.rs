@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use warmcore_trace::chains::links;
+use warmcore_trace::stats::analyze;
 use warmcore_trace::*;
 
 fn tmp(name: &str) -> PathBuf {
@@ -49,6 +50,9 @@ fn json_is_the_analysis_and_a_pid_follows_its_chain_across_cpus() {
     // Powersave starts every CPU slow; a shell on a CPU that has sped up
     // forks children onto idle, slow ones: some time runs below.
     assert!(below > 0);
+    // trace stats' inversions are some of these links, over part of their time.
+    let inv = analyze(&t).unwrap().inversions.unwrap();
+    assert!(inv.count > 0 && inv.ns <= below, "{inv:?} {below}");
 
     // The chain of a child of the first shell: back to the first fork, on
     // through its own children, across at least three CPUs.

@@ -12,6 +12,11 @@
 //! ends; `run_ns` is the time the wakee ran in it, on any CPU, and
 //! `below_ns` the part of it at a known frequency below the waker's.
 //!
+//! `below_ns` is counted for every link, whatever the waker does next;
+//! `trace stats` counts an inversion only when the waker's CPU also goes
+//! idle within 1 ms and only over the wakee's first run
+//! ([`crate::stats::Stats::inversions`]), so its total is a part of this one.
+//!
 //! A link's **parent** is the waker's own latest link: the wake-up that made
 //! the waker run when it woke this one. Following parents goes back in time
 //! (who woke me, who woke them, ...), following children forward (whom I
