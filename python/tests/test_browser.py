@@ -191,7 +191,9 @@ return {link: Array.from(a.link), y0: Array.from(a.y0), y1: Array.from(a.y1), la
     cpus = set(arrows["y0"]) | set(arrows["y1"])
     assert len(cpus) >= 3, cpus
     assert all(lab.endswith(" MHz") for lab in arrows["label"])
-    # The page says so too.
+    # The page says so too, naming the waker of the clicked segment.
+    status = d.execute_script("return Bokeh.documents[0].get_model_by_name('chain_status').text")
+    assert f"by sh ({waker}) on CPU {int(k['waker_cpu'])} at " in status, status
     m = re.search(r"(\d+)\s+links across\s+(\d+)\s+CPUs", text)
     assert m and int(m.group(1)) >= len(arrows["link"]) and int(m.group(2)) >= 3, text
     # And they are on the picture: the arrows' red in the timeline's frame.

@@ -120,6 +120,7 @@ def test_clicking_a_segment_draws_its_chain_across_cpus(configure_trace):
     # The whole run is one fork/wait chain through the first shell: more
     # links than are drawn, the nearest ones kept.
     text = doc.get_model_by_name("chain_status").text
+    assert f"Chain of link 1, sh ({int(k['wakee'])}) by {seg.data['waker'][i]}: " in text
     assert f"<span id='chain-links'>{len(f)}</span> links across" in text
     assert len(arrows["link"]) == chains.ARROWS_MAX and "nearest the followed one" in text
     # The pid box: the same chain through the child, and the view moves to it.

@@ -256,7 +256,9 @@ def attach(model, tl, segs, x_range) -> Follow:
         if i < 0:
             status.text = f"Chain: task {html.escape(task)} was not woken in the trace"
             return
-        show(ch, ch.chain([i]), [i], f"of link {i} ({html.escape(task)})")
+        # Who woke it, as hover says, then the chain.
+        what = f"of link {i}, {html.escape(task)} by {html.escape(ch.describe([i])[0])}"
+        show(ch, ch.chain([i]), [i], what)
 
     def by_pid():
         ch = ready(model)
