@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """End to end: `warmcore view` serves a trace, headless Debian Chromium opens
-it, the timeline raster appears, zooming into 1 ms gives exact segments, and
-hovering a known segment shows its details. Screenshots are kept in
-out/test-artifacts/ for a person to look at."""
+it, the timeline raster appears, zooming into 1 ms gives exact segments,
+hovering a known segment shows its details, and on a simulated configure
+run hovering names a task's waker and a click draws its wake-up chain
+across CPUs. Screenshots are kept in out/test-artifacts/ for a person to
+look at."""
 
 import io
+import re
 import socket
 import subprocess
 
@@ -138,3 +141,64 @@ def test_port_in_use_says_so_and_suggests_another(known_trace):
                            text=True, timeout=120)
     assert r.returncode == 1
     assert f"port {port} on 127.0.0.1 is in use: try --port" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_hover_names_the_waker_and_a_click_follows_the_chain(server, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    from warmcore import chains
+
+    # A simulated configure run: a shell forks one child after another, each
+    # placed on an idle CPU; the chain of the first child crosses CPUs.
+    trace = tmp_path / "configure.wct"
+    subprocess.run([str(BIN), "sim", "--machine", "default", "--workload", "configure", "--policy", "cfs",
+                    "--governor", "powersave", "--trace", str(trace)], check=True, capture_output=True)
+    t = warmcore.open(trace)
+    k = chains.Chains(t).links.iloc[1]
+    wakee, waker, cpu = int(k["wakee"]), int(k["waker"]), int(k["cpu"])
+    f = V.apply(V.load("freq"), V.TraceData(t)).frame
+    seg = f[(f["task"] == wakee) & (f["begin"] == k["start"])].iloc[0]
+    b_ms, e_ms = seg["begin"] / 1e6, seg["end"] / 1e6
+    w0, w1 = b_ms - 0.2, b_ms + 0.5
+
+    d = browser
+    d.get(server(trace))
+    wait_text(d, lambda s: "rendered in" in s and "Follow chain" in s)
+    d.execute_script("""
+const doc = Bokeh.documents[0];
+doc.get_model_by_name('from').value = String(arguments[0]);
+doc.get_model_by_name('to').value = String(arguments[1]);""", w0, w1)
+    gx, gy = d.execute_script("""
+const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('go'));
+const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
+    ActionChains(d).move_by_offset(int(gx), int(gy)).click().perform()
+    wait_text(d, lambda s: "exact:" in s and f"{w0:.3f}" in s)
+
+    # Hover the child's first segment: its waker, the shell, on its CPU.
+    x, y = to_screen(d, "timeline", (b_ms + min(e_ms, w1)) / 2, cpu)
+    ActionChains(d).move_by_offset(int(x) - int(gx), int(y) - int(gy)).perform()
+    text = wait_text(d, lambda s: f"sh ({waker}) on CPU {int(k['waker_cpu'])} at " in s, timeout=30)
+    assert "woken by" in text and "forked at" in text
+    shot(d, "view-chain-hover.png")
+
+    # Click it: the chain is drawn as arrows across at least three CPUs.
+    ActionChains(d).click().perform()
+    text = wait_text(d, lambda s: "links across" in s, timeout=30)
+    arrows = d.execute_script("""
+const a = Bokeh.documents[0].get_model_by_name('chain_arrows').data;
+return {link: Array.from(a.link), y0: Array.from(a.y0), y1: Array.from(a.y1), label: Array.from(a.label)};""")
+    assert 0 in arrows["link"] and 1 in arrows["link"]
+    cpus = set(arrows["y0"]) | set(arrows["y1"])
+    assert len(cpus) >= 3, cpus
+    assert all(lab.endswith(" MHz") for lab in arrows["label"])
+    # The page says so too, naming the waker of the clicked segment.
+    status = d.execute_script("return Bokeh.documents[0].get_model_by_name('chain_status').text")
+    assert f"by sh ({waker}) on CPU {int(k['waker_cpu'])} at " in status, status
+    m = re.search(r"(\d+)\s+links across\s+(\d+)\s+CPUs", text)
+    assert m and int(m.group(1)) >= len(arrows["link"]) and int(m.group(2)) >= 3, text
+    # And they are on the picture: the arrows' red in the timeline's frame.
+    img = shot(d, "view-chain.png")
+    left, top, w, h = (int(round(v)) for v in frame_box(d, "timeline"))
+    area = img[top:top + h, left:left + w].reshape(-1, 3).astype(np.int64)
+    red = (np.abs(area - np.array(hex_rgb(chains.ARROW_COLOR))).sum(axis=1) < 40).sum()
+    assert red > 50, red

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import render, views
+from . import chains, render, views
 from .trace import Trace
 
 # Largest trace whose run-queue sizes the page derives (see Model).
@@ -240,6 +240,8 @@ def make_document(doc, model: Model):
                        name="event_marks")
     tl.add_tools(HoverTool(renderers=[segs], tooltips=render.SEGMENT_TOOLTIPS, name="segment_hover"))
     tl.add_tools(HoverTool(renderers=[marks], tooltips=render.EVENT_TOOLTIPS, name="event_hover"))
+    # Wake-up chains: wakers in the segments' hover, chains followed as arrows.
+    follow = chains.attach(model, tl, segs, x_range)
     legend = Div(text="", width=WIDTH, name="legend")
 
     panels = []
@@ -319,7 +321,7 @@ def make_document(doc, model: Model):
         geom = {"x": [x0 / render.MS], "y": [-0.5], "dw": [(x1 - x0) / render.MS]}
         if exact:
             img_src.data = {"image": [np.zeros((1, 1), np.uint32)], **geom, "dh": [n]}
-            seg_src.data = render.hover_source(data, render.in_window(layer, x0, x1), layer)
+            seg_src.data = follow.hover(render.hover_source(data, render.in_window(layer, x0, x1), layer))
             ids = data.ids(ev_choice.value) if ev_choice.value else np.zeros(0, np.uint32)
             idx = render.events_in_window(data, ids, x0, x1, limit=EVENT_MARKS_MAX) if len(ids) else np.zeros(0, np.int64)
             if idx is None:
@@ -383,7 +385,7 @@ def make_document(doc, model: Model):
 
     go.on_click(goto)
     whole.on_click(reset)
-    doc.add_root(column(header, controls, status, tl, legend, *panels, name="root"))
+    doc.add_root(column(header, controls, follow.controls, status, tl, legend, *panels, name="root"))
     refresh()
 
     def runqueue_ready():

@@ -75,6 +75,13 @@ class Trace:
         from switches, wake-ups and migrations: for traces without RQ_SIZE."""
         return self._t.runqueue()
 
+    def links(self) -> pa.RecordBatch:
+        """The wake-up and fork links (`warmcore trace chains`), one row per
+        link in time order: id, ts, fork, waker, waker_cpu, waker_khz, wakee,
+        target_cpu, cpu, start, khz, end, run_ns, below_ns, parent; absolute
+        ns. Raises TraceError for a trace without wake-up or fork events."""
+        return self._t.links()
+
     def event_count(self) -> int:
         return self._t.event_count()
 

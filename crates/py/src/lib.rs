@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::{DataType, Field, Schema};
 use pyo3::create_exception;
@@ -218,6 +218,63 @@ impl PyTrace {
             Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1))),
             Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ];
+        RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
+    }
+
+    /// The wake-up and fork links (warmcore_trace::chains) as an Arrow record
+    /// batch, one row per link in time order: id, ts, fork, waker,
+    /// waker_cpu, waker_khz, wakee, target_cpu, cpu, start, khz, end,
+    /// run_ns, below_ns, parent (nullable where the trace does not say).
+    /// A trace without wake-up or fork events raises TraceError.
+    fn links<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let l = py.detach(|| warmcore_trace::chains::links(&self.inner)).map_err(trace_err)?.links;
+        let u32s = |f: fn(&warmcore_trace::chains::Link) -> u32| -> ArrayRef {
+            Arc::new(UInt32Array::from_iter_values(l.iter().map(f)))
+        };
+        let opt32 = |f: fn(&warmcore_trace::chains::Link) -> Option<u32>| -> ArrayRef {
+            Arc::new(l.iter().map(f).collect::<UInt32Array>())
+        };
+        let opt64 = |f: fn(&warmcore_trace::chains::Link) -> Option<u64>| -> ArrayRef {
+            Arc::new(l.iter().map(f).collect::<UInt64Array>())
+        };
+        let u64s = |f: fn(&warmcore_trace::chains::Link) -> u64| -> ArrayRef {
+            Arc::new(UInt64Array::from_iter_values(l.iter().map(f)))
+        };
+        let fields = [
+            ("id", DataType::UInt32, false),
+            ("ts", DataType::UInt64, false),
+            ("fork", DataType::Boolean, false),
+            ("waker", DataType::UInt32, false),
+            ("waker_cpu", DataType::UInt32, false),
+            ("waker_khz", DataType::UInt32, true),
+            ("wakee", DataType::UInt32, false),
+            ("target_cpu", DataType::UInt32, false),
+            ("cpu", DataType::UInt32, true),
+            ("start", DataType::UInt64, true),
+            ("khz", DataType::UInt32, true),
+            ("end", DataType::UInt64, false),
+            ("run_ns", DataType::UInt64, false),
+            ("below_ns", DataType::UInt64, true),
+            ("parent", DataType::UInt32, true),
+        ];
+        let schema = Arc::new(Schema::new(fields.iter().map(|(n, t, null)| Field::new(*n, t.clone(), *null)).collect::<Vec<_>>()));
+        let cols: Vec<ArrayRef> = vec![
+            u32s(|k| k.id),
+            u64s(|k| k.ts),
+            Arc::new(l.iter().map(|k| Some(k.fork)).collect::<BooleanArray>()),
+            u32s(|k| k.waker),
+            u32s(|k| k.waker_cpu),
+            opt32(|k| k.waker_khz),
+            u32s(|k| k.wakee),
+            u32s(|k| k.target_cpu),
+            opt32(|k| k.cpu),
+            opt64(|k| k.start),
+            opt32(|k| k.khz),
+            u64s(|k| k.end),
+            u64s(|k| k.run_ns),
+            opt64(|k| k.below_ns),
+            opt32(|k| k.parent),
         ];
         RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
     }
@@ -435,6 +492,16 @@ fn sim<'py>(
     json_to_py(py, &report)
 }
 
+/// The chain through the links `seeds` given each link's parent (the
+/// `parent` column of `Trace.links()`; None or a negative number for none):
+/// the seeds, their ancestors and descendants, as sorted link ids
+/// (warmcore_trace::chains::chain).
+#[pyfunction]
+fn chain(parents: Vec<Option<i64>>, seeds: Vec<u32>) -> Vec<u32> {
+    let parents: Vec<Option<u32>> = parents.iter().map(|p| p.and_then(|p| u32::try_from(p).ok())).collect();
+    warmcore_trace::chains::chain(&parents, &seeds)
+}
+
 fn builtin_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (id, name) in warmcore_trace::event::BUILTIN {
@@ -451,6 +518,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("SimError", py.get_type::<SimError>())?;
     m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(chain, m)?)?;
     m.add("EVENT_IDS", builtin_ids(py)?)?;
     let _ = PyList::empty(py);
     Ok(())

@@ -2,6 +2,7 @@
 //! warmcore's trace: the event model, the `.wct` file format with its
 //! streaming writer and mapped reader, importers, exporters and analysis.
 
+pub mod chains;
 pub mod error;
 pub mod event;
 pub mod export;

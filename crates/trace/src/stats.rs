@@ -418,6 +418,52 @@ impl Analyzer {
         self.tasks.len()
     }
 
+    // What other analyses (chains.rs) read of the state this one follows,
+    // so that the frequency and the running tasks are tracked in one place.
+
+    /// CPUs of the machine.
+    pub(crate) fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The frequency of CPU `c` in kHz, 0 while unknown.
+    pub(crate) fn cpu_freq(&self, c: usize) -> u32 {
+        self.cpus[c].freq
+    }
+
+    /// The task CPU `c` runs, 0 for idle.
+    pub(crate) fn cpu_curr(&self, c: usize) -> u32 {
+        self.cpus[c].curr
+    }
+
+    /// The CPU `pid` runs on, if it runs.
+    pub(crate) fn running_on(&self, pid: u32) -> Option<u32> {
+        match self.tasks.get(&pid)?.state {
+            TaskState::Running(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// `pid` is runnable (running or waiting): a wake-up of it starts nothing.
+    pub(crate) fn is_runnable(&self, pid: u32) -> bool {
+        self.tasks.get(&pid).is_some_and(|t| t.state != TaskState::Off)
+    }
+
+    /// Record the CPUs whose running task or queue changes, for
+    /// [`Analyzer::take_touched`].
+    pub(crate) fn track_touched(&mut self) {
+        self.touched = Some(Vec::new());
+    }
+
+    /// The CPUs touched since the last call (see `track_touched`), handed
+    /// over in `buf`, which comes back emptied: one buffer for a whole pass.
+    pub(crate) fn take_touched(&mut self, buf: &mut Vec<u32>) {
+        buf.clear();
+        if let Some(t) = &mut self.touched {
+            std::mem::swap(t, buf);
+        }
+    }
+
     #[inline]
     fn kind(&self, id: u32) -> Kind {
         match self.kinds.get(id as usize) {
@@ -916,14 +962,14 @@ impl Analyzer {
 /// waiting before the trace began are not known until they run.
 pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
     let mut a = Analyzer::new(&trace.header);
-    a.touched = Some(Vec::new());
+    a.track_touched();
     let mut last = vec![0u32; a.cpus.len()];
     let mut out = Vec::new();
+    let mut touched = Vec::new();
     for e in trace.events(None, Window::ALL) {
         let e = e?;
         a.push(&e);
-        // Taken out and put back emptied: one buffer for the whole pass.
-        let mut touched = a.touched.take().unwrap_or_default();
+        a.take_touched(&mut touched);
         for &c in &touched {
             let cpu = &a.cpus[c as usize];
             let nr = cpu.waiting + (cpu.curr != 0) as u32;
@@ -932,8 +978,6 @@ pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
                 out.push((c, e.ev.ts, nr));
             }
         }
-        touched.clear();
-        a.touched = Some(touched);
     }
     Ok(out)
 }

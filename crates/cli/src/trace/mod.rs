@@ -9,6 +9,7 @@ use warmcore_trace::{Trace, Window};
 
 use warmcore_args::ns as parse_ns;
 
+mod chains;
 mod dump;
 mod import;
 mod export;
@@ -65,6 +66,19 @@ pub enum TraceCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Wake-up chains: who woke or forked each task, on which CPU and at which
+    /// frequency, where the task then ran, and how long it ran below its
+    /// waker's frequency (frequency inversion, link by link).
+    Chains {
+        file: PathBuf,
+        /// Only the chains through this task: the links that woke it or that
+        /// it made, back to the first waker and forward to the last wakee.
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Convert another tool's trace (perf script, trace-cmd report, SchedLog dump) to .wct.
     Import {
         /// The tool that made the input.
@@ -113,6 +127,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             Ok(())
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
+        TraceCmd::Chains { file, pid, json } => chains::run(&open(&file)?, pid, json),
         TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
         TraceCmd::Export { file, perfetto, parquet, from, to } => {
             if perfetto.is_none() && parquet.is_none() {

@@ -22,7 +22,7 @@ pub fn run(t: &Trace, json: bool) -> Result<()> {
 }
 
 /// Write to stdout; a closed stdout (`| head`, a pager quit) is no error.
-fn emit(text: &str) -> Result<()> {
+pub(super) fn emit(text: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
