@@ -230,7 +230,10 @@ pub fn section_md(recs: &[ImportedRecording], rows: &[Row]) -> String {
          by a timer or an interrupt becomes a sleep of the recorded length, so time spent waiting for I/O or \
          timers does not change with the scheduler and bounds the makespan; and the recordings are system-wide, \
          so the VM's other tasks at the time (in the configure recording, a compiler and mandb take most of the \
-         CPU time) are replayed with the script.\n"
+         CPU time) are replayed with the script. The makespan is the whole replay's: the configure replay's last \
+         task to end is one of those other tasks (a tokio-rt-worker thread woken by a timer near the end of the \
+         recording), so its makespan is the same under both policies and says nothing of the script's; make -j2's \
+         replay ends with make.\n"
     );
     let _ = writeln!(
         s,
