@@ -687,6 +687,8 @@ fn real_workloads_section_shows_the_runs_numbers() {
     });
     let rows = real::rows(&r);
     assert_eq!(rows.len(), 4);
+    // The claims' seeds: one quick, ten in full.
+    assert_eq!((real::runs(&Setup::new(true)).len(), real::runs(&Setup::new(false)).len()), (8, 80));
     let md = real::section_md(&[], &rows);
     assert!(md.starts_with("\n## Real workloads\n"), "{md}");
     assert!(md.contains("2-CPU VM") && md.contains("schedutil"), "{md}");
