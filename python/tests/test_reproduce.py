@@ -81,6 +81,10 @@ def test_report_md_has_the_table_and_sections(quick):
     assert "## Claim 1:" in md and "## Claim 2:" in md
     for f in json.loads((out / "figures.json").read_text()):
         assert f"]({f['file']})" in md
+    # --only selects claims: the real workloads (the replayed perf
+    # recordings) belong to a whole reproduction, and the report says so.
+    assert "## Real workloads\n\nNot run: `--only` selects claims" in md
+    assert not (out / "real-workloads.json").exists()
 
 
 def test_figures_decode(quick):

@@ -10,6 +10,10 @@
 //! seeded), and written out as DIR/runs.json, DIR/claims.json, DIR/report.md
 //! and DIR/figures.json (the plan python/warmcore/figures.py draws).
 //!
+//! After the claims, a reproduction without `--only` replays the project's
+//! own perf recordings on the Nest machines' models ([`real`]): the "Real
+//! workloads" section of report.md and DIR/real-workloads.json.
+//!
 //! A claim whose policies this build does not have is left out (not listed),
 //! never faked.
 
@@ -25,6 +29,7 @@ pub use warmcore_sweep::{Engine, Job};
 
 mod claims;
 pub use claims::{all_claims, Setup};
+pub mod real;
 
 /// A configuration run over several seeds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -374,6 +379,19 @@ pub fn trace_name(i: usize, s: &RunSpec) -> String {
     )
 }
 
+/// The workload of a cell as a run takes it: a replayed trace named by a
+/// relative path (the real workloads' traces/real-NAME.wct) is in the output
+/// directory, whatever the directory of the process that runs it.
+fn job_workload(w: &str, out: &Path) -> String {
+    match w.strip_prefix("replay:trace=") {
+        Some(p) if Path::new(p).is_relative() => {
+            let p = out.join(p);
+            format!("replay:trace={}", std::path::absolute(&p).unwrap_or(p).display())
+        }
+        _ => w.to_string(),
+    }
+}
+
 /// Caps on each run, so that no run hangs the command: ten simulated
 /// minutes and 4 billion events (about 15 minutes of wall time; the full
 /// reproduction's largest run, hackbench at Nest's -g 100 -l 10000, makes
@@ -395,7 +413,7 @@ pub fn run_all(specs: &[RunSpec], out: &Path, engine: &Engine, stop: &AtomicBool
         .zip(&traces)
         .map(|(s, t)| Job {
             machine: s.cell.machine.clone(),
-            workload: s.cell.workload.clone(),
+            workload: job_workload(&s.cell.workload, out),
             policy: s.cell.policy.clone(),
             governor: s.cell.governor.clone(),
             seed: s.seed,
@@ -492,13 +510,33 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
     let setup = Setup::new(opts.quick);
     let (claims, skipped) = select(all_claims(&setup), opts.only.as_deref())?;
     prepare_dir(&opts.out)?;
+    // The real workloads are part of a whole reproduction; --only picks
+    // claims.
+    let with_real = opts.only.is_none();
+    let recordings = if with_real {
+        // A workload spec's parameters end at a comma.
+        if std::path::absolute(&opts.out).unwrap_or_else(|_| opts.out.clone()).to_string_lossy().contains(',') {
+            return Err(format!(
+                "the path of {} has a comma, which a replayed trace's workload spec cannot hold: choose another --out",
+                opts.out.display()
+            ));
+        }
+        real::import_all(&opts.out)?
+    } else {
+        Vec::new()
+    };
     let plan = plan_runs(&claims);
-    let specs: Vec<RunSpec> = plan.iter().map(|p| p.0.clone()).collect();
+    let mut specs: Vec<RunSpec> = plan.iter().map(|p| p.0.clone()).collect();
+    let n_claim_runs = specs.len();
+    if with_real {
+        specs.extend(real::runs(&setup));
+    }
     let t0 = Instant::now();
-    let done = run_all(&specs, &opts.out, &opts.engine, &AtomicBool::new(false));
+    let mut done = run_all(&specs, &opts.out, &opts.engine, &AtomicBool::new(false));
     let wall = t0.elapsed().as_secs_f64();
+    let real_results = Results::new(done.split_off(n_claim_runs));
     let results = Results::new(done);
-    let failed_runs = results.done.iter().filter(|d| d.report.is_err()).count();
+    let failed_runs = results.done.iter().chain(&real_results.done).filter(|d| d.report.is_err()).count();
 
     let entries: Vec<RunEntry> = results
         .done
@@ -539,9 +577,53 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
     write_file(&opts.out.join("claims.json"), &json(&claim_results))?;
     let figures = figure_plan(&results);
     write_file(&opts.out.join("figures.json"), &json(&figures))?;
-    let md = report_md(opts, &claims, &claim_results, &skipped, &results, &figures, wall);
+    let real = if with_real {
+        let rows = real::rows(&real_results);
+        write_file(&opts.out.join("real-workloads.json"), &json(&real_json(&recordings, &rows, &real_results)))?;
+        Some(real::section_md(&recordings, &rows))
+    } else {
+        None
+    };
+    let mut md = report_md(opts, &claims, &claim_results, &skipped, &results, &figures, wall);
+    md.push_str(&real.unwrap_or_else(|| {
+        "\n## Real workloads\n\nNot run: `--only` selects claims; a reproduction without it replays the project's \
+         perf recordings.\n"
+            .to_string()
+    }));
     write_file(&opts.out.join("report.md"), &md)?;
     Ok(Written { claims: claim_results, failed_runs })
+}
+
+/// DIR/real-workloads.json.
+#[derive(Serialize)]
+struct RealJson<'a> {
+    governor: &'a str,
+    recordings: &'a [real::ImportedRecording],
+    /// A row per recording and machine, CFS and Nest side by side.
+    real_workloads: &'a [real::Row],
+    /// Every run, as in runs.json.
+    runs: Vec<RunEntry<'a>>,
+}
+
+fn real_json<'a>(recordings: &'a [real::ImportedRecording], rows: &'a [real::Row], r: &'a Results) -> RealJson<'a> {
+    let runs = r
+        .done
+        .iter()
+        .enumerate()
+        .map(|(i, d)| RunEntry {
+            index: i,
+            machine: &d.spec.cell.machine,
+            workload: &d.spec.cell.workload,
+            policy: &d.spec.cell.policy,
+            governor: &d.spec.cell.governor,
+            seed: d.spec.seed,
+            claims: &[],
+            trace: None,
+            error: d.report.as_ref().err().map(|s| s.as_str()),
+            report: d.report.as_ref().ok(),
+        })
+        .collect();
+    RealJson { governor: real::GOVERNOR, recordings, real_workloads: rows, runs }
 }
 
 fn json<T: Serialize>(v: &T) -> String {

@@ -659,3 +659,83 @@ fn claim9_fails_when_a_change_is_missing_or_leaves_the_band() {
     assert_eq!(o.grade, Grade::NotReproduced, "{o:?}");
     assert!(!o.note.contains("models no kernel locks"), "{}", o.note);
 }
+
+/// The real workloads' runs, with (makespan ns, underload per second,
+/// inversions) from `f(recording, machine, policy)`.
+fn real_results(f: impl Fn(&str, &str, &str) -> (f64, f64, u64)) -> Results {
+    let mut v = Vec::new();
+    for c in real::cells() {
+        let rec = c.workload.trim_start_matches("replay:trace=traces/real-").trim_end_matches(".wct").to_string();
+        let (ns, underload, inv) = f(&rec, &c.machine, &c.policy);
+        v.push(done_with(&c, ns, |r| {
+            r.underload_per_s = Some(underload);
+            r.inversions = Some(json!({"count": inv, "ns": 1000}));
+        }));
+    }
+    Results::new(v)
+}
+
+#[test]
+fn real_workloads_section_shows_the_runs_numbers() {
+    let r = real_results(|rec, m, p| match (rec, m, p) {
+        ("configure", _, "cfs") => (188.06e6, 292.45, 44),
+        ("configure", _, _) => (188.06e6, 15.96, 37),
+        // Nest worse on the E7's make: said so, not hidden.
+        ("make-j2", E7, "nest") => (120e6, 500.0, 20),
+        (_, _, "cfs") => (110e6, 400.0, 30),
+        _ => (100e6, 100.0, 10),
+    });
+    let rows = real::rows(&r);
+    assert_eq!(rows.len(), 4);
+    // The claims' seeds: one quick, ten in full.
+    assert_eq!((real::runs(&Setup::new(true)).len(), real::runs(&Setup::new(false)).len()), (8, 80));
+    let md = real::section_md(&[], &rows);
+    assert!(md.starts_with("\n## Real workloads\n"), "{md}");
+    assert!(md.contains("2-CPU VM") && md.contains("schedutil"), "{md}");
+    assert!(md.contains("| configure | 5218-2s (64 CPUs) | 1 | 188.06 | 188.06 | 292.4 | 16.0 | -95 % | 44 | 37 |"), "{md}");
+    assert!(md.contains("| make-j2 | E7-8870v4 (160 CPUs) | 1 | 110.00 | 120.00 | 400.0 | 500.0 | +25 % | 30 | 20 |"), "{md}");
+    assert!(
+        md.contains("- configure on the 5218-2s: Nest lowers underload by 95 % (292.4 -> 16.0 per s); makespan +0.0 %; inversions 44 -> 37."),
+        "{md}"
+    );
+    assert!(md.contains("- make-j2 on the E7-8870v4: Nest does NOT lower underload: +25 % (400.0 -> 500.0 per s)"), "{md}");
+    // A missing run: no numbers, and the reason.
+    let r = Results::new(r.done.into_iter().filter(|d| d.spec.cell.policy != "nest" || d.spec.cell.machine != E7).collect());
+    let rows = real::rows(&r);
+    let md = real::section_md(&[], &rows);
+    assert!(md.contains("| configure | E7-8870v4 (160 CPUs) | 1 | 188.06 | - | 292.4 | - | - | 44 | - |"), "{md}");
+    assert!(md.contains("no reading: a run failed (no run of xeon-e7-8870v4 replay:trace=traces/real-configure.wct nest"), "{md}");
+}
+
+/// The real recordings, imported and replayed on both machines under CFS
+/// and Nest (a few milliseconds of simulation each; the whole test takes
+/// well under a second in release mode).
+#[test]
+fn nest_lowers_the_replayed_configures_underload() {
+    let s = Setup::new(true);
+    let dir = std::env::temp_dir().join(format!("warmcore-reproduce-real-{}", std::process::id()));
+    prepare_dir(&dir).unwrap();
+    let recs = real::import_all(&dir).unwrap();
+    assert_eq!(recs.iter().map(|r| r.name).collect::<Vec<_>>(), ["configure", "make-j2"]);
+    for r in &recs {
+        assert!(dir.join(&r.trace).metadata().unwrap().len() > 0 && r.import.contains(" on 2 CPUs"), "{r:?}");
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let r = Results::new(run_all(&real::runs(&s), &dir, &Engine::Local { jobs: 0 }, &stop));
+    let _ = std::fs::remove_dir_all(&dir);
+    for m in real::MACHINES {
+        let cfs = Cell::new(m, &real::workload("configure"), "cfs", real::GOVERNOR);
+        let (u_cfs, u_nest) = (r.underload(&cfs).unwrap(), r.underload(&cfs.with_policy("nest")).unwrap());
+        assert!(u_cfs > 0.0 && u_nest < u_cfs, "{m}: underload per s CFS {u_cfs}, Nest {u_nest}");
+    }
+    // The section shows these runs' numbers.
+    let rows = real::rows(&r);
+    let md = real::section_md(&recs, &rows);
+    for row in &rows {
+        assert!(row.error.is_none(), "{row:?}");
+        let (c, n) = (row.cfs.as_ref().unwrap(), row.nest.as_ref().unwrap());
+        let cells = format!("| {:.1} | {:.1} |", c.underload_per_s, n.underload_per_s);
+        assert!(md.contains(&cells), "{cells} not in {md}");
+    }
+    assert!(md.contains("traces/real-configure.wct") && md.contains("perf-make-j2.txt.zst"), "{md}");
+}
