@@ -12,8 +12,9 @@ use warmcore_reproduce::{reproduce, Options};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Output directory: report.md, claims.json, runs.json, figures.json,
-    /// the figures (PNG) and traces/ (created if missing).
+    /// Output directory: report.md, claims.json, runs.json,
+    /// real-workloads.json, figures.json, the figures (PNG) and traces/
+    /// (created if missing).
     #[arg(long)]
     pub out: PathBuf,
     /// One seed instead of ten, and smaller hackbench and schbench runs
@@ -75,7 +76,12 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         Err(e) => bail!("cannot run {}: {e}: run `make build` to set up .venv", py.display()),
     }
     if w.failed_runs > 0 {
-        bail!("{} simulation run(s) failed: see the error fields in {}", w.failed_runs, a.out.join("runs.json").display());
+        bail!(
+            "{} simulation run(s) failed: see the error fields in {} and {}",
+            w.failed_runs,
+            a.out.join("runs.json").display(),
+            a.out.join("real-workloads.json").display()
+        );
     }
     Ok(())
 }
