@@ -484,6 +484,23 @@ struct RunEntry<'a> {
     report: Option<&'a RunReport>,
 }
 
+impl<'a> RunEntry<'a> {
+    fn of(index: usize, d: &'a Done, claims: &'a [u32], trace: Option<&'a str>) -> RunEntry<'a> {
+        RunEntry {
+            index,
+            machine: &d.spec.cell.machine,
+            workload: &d.spec.cell.workload,
+            policy: &d.spec.cell.policy,
+            governor: &d.spec.cell.governor,
+            seed: d.spec.seed,
+            claims,
+            trace,
+            error: d.report.as_ref().err().map(|s| s.as_str()),
+            report: d.report.as_ref().ok(),
+        }
+    }
+}
+
 /// Everything a finished reproduction writes.
 pub struct Written {
     pub claims: Vec<ClaimResult>,
@@ -543,18 +560,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
         .iter()
         .zip(&plan)
         .enumerate()
-        .map(|(i, (d, (_, ids)))| RunEntry {
-            index: i,
-            machine: &d.spec.cell.machine,
-            workload: &d.spec.cell.workload,
-            policy: &d.spec.cell.policy,
-            governor: &d.spec.cell.governor,
-            seed: d.spec.seed,
-            claims: ids,
-            trace: d.trace.as_deref(),
-            error: d.report.as_ref().err().map(|s| s.as_str()),
-            report: d.report.as_ref().ok(),
-        })
+        .map(|(i, (d, (_, ids)))| RunEntry::of(i, d, ids, d.trace.as_deref()))
         .collect();
     write_file(&opts.out.join("runs.json"), &json(&entries))?;
 
@@ -610,18 +616,7 @@ fn real_json<'a>(recordings: &'a [real::ImportedRecording], rows: &'a [real::Row
         .done
         .iter()
         .enumerate()
-        .map(|(i, d)| RunEntry {
-            index: i,
-            machine: &d.spec.cell.machine,
-            workload: &d.spec.cell.workload,
-            policy: &d.spec.cell.policy,
-            governor: &d.spec.cell.governor,
-            seed: d.spec.seed,
-            claims: &[],
-            trace: None,
-            error: d.report.as_ref().err().map(|s| s.as_str()),
-            report: d.report.as_ref().ok(),
-        })
+        .map(|(i, d)| RunEntry::of(i, d, &[], None))
         .collect();
     RealJson { governor: real::GOVERNOR, recordings, real_workloads: rows, runs }
 }
