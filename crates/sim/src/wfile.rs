@@ -15,9 +15,14 @@
 //! ```
 //! Steps (one action per table): compute_us (+ jitter), sleep_us, io_us,
 //! fork = program, exec = comm, wait = true, wait_all = true, exit = true,
-//! pipe_write = pipe, pipe_read = pipe, futex_wait = futex, futex_wake =
-//! futex (+ count), barrier = barrier, repeat = program (+ times), repeat_for
-//! = program (+ ms).
+//! pipe_write = pipe, pipe_read = pipe, pipe_spin_read = pipe (busy-waits
+//! for the message), futex_wait = futex, futex_wake = futex (+ count),
+//! barrier = barrier (+ spin_us: spin that long before blocking), repeat =
+//! program (+ times), repeat_for = program (+ ms).
+//!
+//! `stall` (0 to 1, default 0) at the top is the share of each
+//! computation's time spent stalled on memory, which does not scale with
+//! frequency (docs/model.md, Workloads).
 
 use std::collections::HashMap;
 
@@ -30,6 +35,8 @@ use crate::SimError;
 #[serde(deny_unknown_fields)]
 struct File {
     name: String,
+    #[serde(default)]
+    stall: f64,
     #[serde(default)]
     pipe: Vec<Named>,
     #[serde(default)]
@@ -73,7 +80,7 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, futex_wait, futex_wake, barrier, repeat, repeat_for";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for";
 
 pub fn load(path: &str) -> Result<Workload, SimError> {
     let text = std::fs::read_to_string(path)
@@ -87,6 +94,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     // Names from the file are shown escaped: an error stays on one line.
     let err = |m: String| SimError::Input(format!("workload {origin}: {m}"));
     let mut w = Workload::new(&f.name);
+    if !(0.0..=1.0).contains(&f.stall) {
+        return Err(err(format!("field `stall` must be a share between 0 and 1, not {}", f.stall)));
+    }
+    w.stall = f.stall;
     let mut pipes = HashMap::new();
     for p in &f.pipe {
         pipes.insert(p.name.clone(), w.pipe(p.capacity.unwrap_or(16)));
@@ -131,7 +142,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
             let jitter = num("jitter")?.unwrap_or(0.0);
             let action = t
                 .keys()
-                .find(|k| !matches!(k.as_str(), "jitter" | "times" | "ms" | "count"))
+                .find(|k| !matches!(k.as_str(), "jitter" | "times" | "ms" | "count" | "spin_us"))
                 .ok_or_else(|| err(format!("{at}: no action; valid: {ACTIONS}")))?;
             let step = match action.as_str() {
                 "compute_us" => Step::Compute(Amount::work_us(num("compute_us")?.unwrap(), jitter)),
@@ -144,11 +155,15 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                 "exit" => Step::Exit,
                 "pipe_write" => Step::PipeWrite(look(&pipes, "pipe_write", "pipe")?),
                 "pipe_read" => Step::PipeRead(look(&pipes, "pipe_read", "pipe")?),
+                "pipe_spin_read" => Step::PipeSpinRead(look(&pipes, "pipe_spin_read", "pipe")?),
                 "futex_wait" => Step::FutexWait(look(&futexes, "futex_wait", "futex")?),
                 "futex_wake" => {
                     Step::FutexWake(look(&futexes, "futex_wake", "futex")?, num("count")?.unwrap_or(1.0) as u32)
                 }
-                "barrier" => Step::Barrier(look(&barriers, "barrier", "barrier")?),
+                "barrier" => match num("spin_us")? {
+                    Some(us) if us > 0.0 => Step::BarrierSpin(look(&barriers, "barrier", "barrier")?, Amount::work_us(us, 0.0)),
+                    _ => Step::Barrier(look(&barriers, "barrier", "barrier")?),
+                },
                 "repeat" => Step::Repeat(prog("repeat")?, num("times")?.unwrap_or(1.0) as u64),
                 "repeat_for" => Step::RepeatFor(prog("repeat_for")?, (num("ms")?.unwrap_or(0.0) * 1e6) as u64),
                 other => return Err(err(format!("{at}: unknown action `{}`; valid: {ACTIONS}", other.escape_debug()))),
@@ -203,6 +218,34 @@ mod tests {
         assert!(e.contains("compute_us"), "{e}");
         let e = parse(&PIPELINE.replace("capacity = 16", "capacity = 16\nsize = 3"), "x").unwrap_err().to_string();
         assert!(e.contains("size"), "{e}");
+    }
+
+    #[test]
+    fn stall_spinning_reads_and_spinning_barriers() {
+        let text = r#"
+name = "spin"
+stall = 0.25
+[[pipe]]
+name = "flag"
+[[barrier]]
+name = "b"
+count = 2
+[[program]]
+name = "w"
+steps = [ { pipe_spin_read = "flag" }, { barrier = "b", spin_us = 50 }, { barrier = "b" }, { exit = true } ]
+[[task]]
+program = "w"
+"#;
+        let w = parse(text, "x").unwrap();
+        assert_eq!(w.stall, 0.25);
+        let steps = &w.programs[0].steps;
+        assert_eq!(steps[0], Step::PipeSpinRead(0));
+        assert_eq!(steps[1], Step::BarrierSpin(0, Amount::work_us(50.0, 0.0)));
+        assert_eq!(steps[2], Step::Barrier(0));
+        let e = parse(&text.replace("stall = 0.25", "stall = 1.5"), "x").unwrap_err().to_string();
+        assert!(e.contains("stall") && e.contains("between 0 and 1"), "{e}");
+        let e = parse(&text.replace("stall = 0.25", "stall = nan"), "x").unwrap_err().to_string();
+        assert!(e.contains("stall"), "{e}");
     }
 
     /// Found by fuzzing (fuzz/fuzz_targets/workload_toml.rs): errors stay on
