@@ -107,6 +107,10 @@ class TraceData:
         """(pids sorted, comm codes, comm names): a task forked and never
         exec'd carries its parent's comm, as in Linux."""
         if self._procs is None:
+            # Kept on the trace too: the windows of a large trace, each its own
+            # TraceData, share the whole trace's table.
+            self._procs = getattr(self.trace, "_procs", None)
+        if self._procs is None:
             pt = self.trace._t.process_table()
             pids = pt.column("pid").to_numpy()
             ppids = pt.column("ppid").to_numpy()
@@ -123,7 +127,7 @@ class TraceData:
                     if not e.any():
                         break
                     codes[e] = codes[pidx[e]]
-            self._procs = (pids, codes, names)
+            self._procs = self.trace._procs = (pids, codes, names)
         return self._procs
 
     def execs(self):

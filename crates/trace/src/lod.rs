@@ -414,34 +414,28 @@ impl Lod {
         if meta.bins != FINE_BINS || meta.levels as usize != LEVELS || f != FACTOR as usize || ncpu == 0 || ncpu > 1 << 16 {
             return Err(err("expected this version's bins and levels".into()));
         }
-        let mut want = 0;
-        let mut shapes = Vec::new();
-        let mut bins = meta.bins as usize;
-        for _ in 0..LEVELS {
-            shapes.push(bins);
-            want += ncpu * bins * (NT * 8 + KINDS * 4);
-            bins = bins.div_ceil(f);
-        }
-        want += ncpu * meta.bins as usize * NS * 8;
-        let raw = zstd::bulk::decompress(body, want).map_err(|e| err(format!("expected a zstd body: {e}")))?;
-        if raw.len() != want {
-            return Err(err(format!("expected {want} bytes of summary, found {}", raw.len())));
-        }
-        let mut off = 0;
-        let mut take = |n: usize| {
-            let s = &raw[off..off + n];
-            off += n;
-            s
+        // Decompressed straight into the arrays: no second copy of the
+        // hundreds of MB a large trace's summary holds.
+        let mut dec = zstd::stream::read::Decoder::new(body).map_err(|e| err(format!("expected a zstd body: {e}")))?;
+        let mut fill = |bytes: &mut [u8]| {
+            std::io::Read::read_exact(&mut dec, bytes).map_err(|e| err(format!("expected a complete zstd body: {e}")))
         };
         let mut levels = Vec::new();
-        let mut width = meta.width;
-        for bins in shapes {
-            let time = take(ncpu * bins * NT * 8).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-            let counts = take(ncpu * bins * KINDS * 4).chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        let (mut width, mut bins) = (meta.width, meta.bins as usize);
+        for _ in 0..LEVELS {
+            let mut time = vec![0u64; ncpu * bins * NT];
+            fill(bytemuck::cast_slice_mut(&mut time))?;
+            let mut counts = vec![0u32; ncpu * bins * KINDS];
+            fill(bytemuck::cast_slice_mut(&mut counts))?;
             levels.push(Level { width, bins: bins as u32, time, counts });
             width *= f as u64;
+            bins = bins.div_ceil(f);
         }
-        let state = take(ncpu * meta.bins as usize * NS * 8).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+        let mut state = vec![0u64; ncpu * meta.bins as usize * NS];
+        fill(bytemuck::cast_slice_mut(&mut state))?;
+        if std::io::Read::read(&mut dec, &mut [0u8; 1]).map_err(|e| err(format!("expected a zstd body: {e}")))? != 0 {
+            return Err(err("expected the summary to end after its arrays".into()));
+        }
         Ok(Lod { meta, levels, state })
     }
 }
