@@ -22,6 +22,7 @@ import socket
 import sys
 import threading
 import time
+import types
 from typing import Optional
 
 import numpy as np
@@ -156,6 +157,17 @@ class Model:
         with self.lock:
             self._window = w
         return w
+
+    def start_process_table(self):
+        """Decode the whole trace's process table on a thread (at most once),
+        for the hover names of exact windows: 2.4 s for a build's 2.8 M
+        processes, which the first zoom in would wait for otherwise."""
+        with self.lock:
+            if self.lod is None or getattr(self, "_procs_thread", None) is not None:
+                return
+            table = types.SimpleNamespace(trace=self.trace, _procs=None)
+            self._procs_thread = threading.Thread(target=views.TraceData.processes, args=(table,), daemon=True)
+            self._procs_thread.start()
 
     def colors(self, name: str) -> dict:
         """A view's legend: its layer's colours, or its categories' without one."""
@@ -522,6 +534,9 @@ def make_document(doc, model: Model):
         rq_legend.text = _legend(model.colors("runqueue"))
         refresh()
 
+    if model.lod is not None:
+        # Once this page has reached the browser, as below.
+        doc.add_timeout_callback(model.start_process_table, 1000)
     if rq_legend is not None and not model.rq_ready:
         # Once this page has reached the browser (the thread competes with
         # serving it); the callback comes on the deriving thread, so the
@@ -536,6 +551,23 @@ def _legend(colors: dict) -> str:
                     f"width:11px;height:11px;background:{c};border:1px solid #777;margin-right:4px'></span>"
                     f"{html.escape(l)}</span>" for l, c in colors.items())
     return f"<div style='font-size:9pt'>{items}</div>"
+
+
+# The BokehJS bundles the page uses: its widgets, but no MathJax (1.8 MB; no
+# label is LaTeX), no WebGL (the figures draw on a canvas) and no tables.
+PAGE_BUNDLES = ["bokeh", "bokeh-widgets"]
+
+
+def _trim_resources(server):
+    """Serve pages that load only PAGE_BUNDLES: a Bokeh server page loads
+    every bundle, not knowing in advance what its documents use."""
+    app = server._tornado
+    full = app.resources
+
+    def resources(absolute_url=None):
+        return full(absolute_url).clone(components=list(PAGE_BUNDLES))
+
+    app.resources = resources
 
 
 def _port_free(port: int) -> bool:
@@ -583,6 +615,7 @@ def serve(path: str, port: int, view: str = "freq") -> int:
         alt = _suggest(port)
         print(f"warmcore: port {port} on 127.0.0.1: {e.strerror}{f': try --port {alt}' if alt else ''}", file=sys.stderr)
         return 1
+    _trim_resources(server)
     server.start()
     print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     try:
