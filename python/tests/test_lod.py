@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The level-of-detail summary: on random traces, its bins hold the exact
-pictures' segments summed into them; a window read with the summary's
-prefix draws what the whole trace draws there; a summary that does not
+pictures' segments summed into them (freq, runqueue and idle views); a
+window read with the summary's context draws what the whole trace draws
+there; a summary that does not
 match its trace is rebuilt, never used."""
 
 import os
@@ -24,15 +25,17 @@ def random_trace(path, seed):
         ts = int(rng.integers(0, 50_000))
         for _ in range(int(rng.integers(1, 1500))):
             ts += 0 if rng.random() < 0.2 else int(rng.integers(1, 20_000))
-            k = int(rng.integers(0, 5))
+            k = int(rng.integers(0, 6))
             if k <= 1:
                 w.push(c, ts, 1, ID["CTX_SWITCH"], 0 if rng.random() < 0.3 else int(rng.integers(1, 50)), 0)
             elif k == 2:
                 w.push(c, ts, 0, ID["FREQ_CHANGE"], int(rng.integers(0, 3_200_000)))
             elif k == 3:
                 w.push(c, ts, 0, ID["TICK"], 0 if rng.random() < 0.3 else int(rng.integers(900_000, 3_200_000)))
-            else:
+            elif k == 4:
                 w.push(c, ts, 0, ID["RQ_SIZE"], int(rng.integers(0, 7)), 0)
+            else:
+                w.push(c, ts, 0, ID["IDLE_ENTER" if rng.random() < 0.6 else "IDLE_EXIT"], int(rng.integers(0, 5)), 0)
     w.finish()
     return path
 
@@ -43,7 +46,7 @@ def test_bins_are_the_exact_pictures_aggregated(tmp_path, seed):
     L = lod.Lod(t)
     assert L.origin.startswith("built")
     data = V.TraceData(t)
-    for view, cols in (("freq", lod.FREQ_COLS), ("runqueue", lod.RQ_COLS)):
+    for view, cols in (("freq", lod.FREQ_COLS), ("runqueue", lod.RQ_COLS), ("idle", lod.IDLE_STATE_COLS)):
         layer = V.apply(V.load(view), data)
         f = layer.frame
         # The summary's columns are the view's categories, in its order.
@@ -76,7 +79,7 @@ def test_a_window_read_with_the_prefix_draws_what_the_whole_trace_draws(tmp_path
         x1 = x0 + float(rng.integers(1, max(whole.end // 4, 2)))
         win = big.source(x0, x1)
         assert win is not None and win is not big
-        for view in ("freq", "runqueue"):
+        for view in ("freq", "runqueue", "idle"):
             a, b = whole.layer(view).frame, win.layer(view).frame
             clip = lambda f: sorted(zip(f["cpu"], np.maximum(f["begin"], x0), np.minimum(f["end"], x1),
                                         f["cat"].astype(str)))

@@ -18,7 +18,7 @@ FREQ_COLS = slice(0, 6)
 IDLE_STATE_COLS = slice(6, 10)
 RQ_COLS = slice(10, 15)
 NT = 15
-NS = 5
+NS = 7
 NONE = np.uint64(2**64 - 1)
 
 
@@ -108,20 +108,24 @@ class Lod:
         over = tt[:, :, 12:15].sum(axis=(0, 2)) / w
         return x + (np.arange(hi - lo) + 0.5) * w, busy, over
 
-    def prefix(self, trace, x0: float):
-        """Events that give a read starting at the finest bin holding x0 what
-        the CPUs were doing then: per CPU, the running task's switch at its
-        segment's start with that segment's frequency, the frequency at the
-        bin's start, and the run-queue size; all before the bin. Returns
-        (start of the read in ns from the first event, columns in CPU order)."""
+    def context(self, trace, x0: float, x1: float):
+        """Events that give a read of the finest bins holding [x0, x1] what
+        the CPUs were doing at its start, and the idle periods it leaves
+        open an end: per CPU, the running task's switch at its segment's
+        start with that segment's frequency, the frequency at the read's
+        start, the run-queue size, the idle state entered, all before the
+        read; an IDLE_EXIT just after it. Returns (start, stop: the read's
+        bounds in ns from the first event, the columns of those events)."""
         k = int(min(max(x0 // self.width, 0), self.bins - 1))
         b = k * self.width
-        st = self.state[:, k, :]
-        ids = {n: trace.event_id(n) for n in ("CTX_SWITCH", "FREQ_CHANGE", "RQ_SIZE")}
+        k_end = int(x1 // self.width) + 1
+        stop = k_end * self.width
+        ids = {n: trace.event_id(n) for n in ("CTX_SWITCH", "FREQ_CHANGE", "RQ_SIZE", "IDLE_ENTER", "IDLE_EXIT")}
+        none = int(NONE)
         rows = []  # (ts, cpu, id, a)
         for cpu in range(self.nr_cpus):
-            pid, seg, seg_khz, khz, nr = (int(v) for v in st[cpu])
-            if seg != int(NONE) and ids["CTX_SWITCH"] is not None:
+            pid, seg, seg_khz, khz, nr, idle_at, idle_state = (int(v) for v in self.state[cpu, k])
+            if seg != none and ids["CTX_SWITCH"] is not None:
                 rel = seg - self.t0
                 if ids["FREQ_CHANGE"] is not None:
                     rows.append((rel, cpu, ids["FREQ_CHANGE"], seg_khz))
@@ -130,12 +134,16 @@ class Lod:
                     rows.append((b - 1, cpu, ids["FREQ_CHANGE"], khz))
             elif khz and b > 0 and ids["FREQ_CHANGE"] is not None:
                 rows.append((b - 1, cpu, ids["FREQ_CHANGE"], khz))
-            if nr != int(NONE) and b > 0 and ids["RQ_SIZE"] is not None:
+            if nr != none and b > 0 and ids["RQ_SIZE"] is not None:
                 rows.append((b - 1, cpu, ids["RQ_SIZE"], nr))
+            if idle_at != none and ids["IDLE_ENTER"] is not None:
+                rows.append((idle_at - self.t0, cpu, ids["IDLE_ENTER"], idle_state))
+            if k_end < self.bins and int(self.state[cpu, k_end, 5]) != none and ids["IDLE_EXIT"] is not None:
+                rows.append((stop + 1, cpu, ids["IDLE_EXIT"], 0))
         arr = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
         cols = {"ts": arr[:, 0], "cpu": arr[:, 1].astype(np.uint32), "pid": np.zeros(len(arr), np.uint32),
                 "id": arr[:, 2].astype(np.uint32), "a": arr[:, 3].astype(np.uint32), "b": np.zeros(len(arr), np.uint32)}
-        return b, cols
+        return b, stop, cols
 
 
 def bin_segments(begin, end, cpu, codes, ncat: int, nr_cpus: int, width: int, bins: int) -> np.ndarray:

@@ -38,6 +38,11 @@ EVENT_MARKS_MAX = 5_000
 LOAD_BINS = 400
 # Views that colour the per-CPU timeline, offered in the page's selector.
 TIMELINE_VIEWS = ["freq", "process"]
+# Events whose presence decides the page's panels.
+PANEL_EVENTS = ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH", "IDLE_ENTER")
+# Per-CPU panels below the timeline: (view, the event it needs, title).
+CPU_PANELS = (("idle", "IDLE_ENTER", "Idle state per CPU (beside the timeline's running task and frequency)"),
+              ("nest", "NEST_CHANGE", "Nest membership"), ("smove", "MOVE_TIMER_ARMED", "S_move timers"))
 # A trace of more events than this is drawn from its level-of-detail summary
 # (reading it whole would take 160 bytes an event), and a window of at most
 # WINDOW_EVENTS from its events. Environment variables override both (tests
@@ -88,7 +93,7 @@ class Model:
                 self.view_specs[name] = views.load(name)
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
-        names = ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")
+        names = PANEL_EVENTS
         if self.lod is not None:
             # From the summary's counts; run-queue sizes only from RQ_SIZE events
             # (deriving them takes a pass over the whole trace).
@@ -111,7 +116,7 @@ class Model:
 
     def _init_data(self):
         """What the model knows once its events are loaded (self.data)."""
-        self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
+        self.has = {n: self.data.has(n) for n in PANEL_EVENTS}
         # Without RQ_SIZE events, run-queue sizes are derived from the switches,
         # wake-ups and migrations: a pass of the trace analysis and a segment
         # per change. Small traces get them with the first picture; larger ones
@@ -142,13 +147,12 @@ class Model:
         if self.lod.events_in(x0, x1) > self.window_events:
             return None
         # Read whole bins, so that panning within them reuses the read.
-        start, prefix = self.lod.prefix(self.trace, x0)
-        stop = min(self.end, (int(x1) // self.lod.width + 1) * self.lod.width)
+        start, stop, extra = self.lod.context(self.trace, x0, x1)
         w = Model.__new__(Model)
         w.path, w.error, w.lock, w.layers, w.lod = self.path, None, threading.Lock(), {}, None
         w.trace, w.view_specs, w.first_view = self.trace, self.view_specs, self.first_view
         w.n_events, w.end, w.nr_cpus, w.window_events, w._window = self.n_events, self.end, self.nr_cpus, 0, None
-        w.data = views.TraceData(self.trace, start=start, end=stop + 1, prefix=prefix)
+        w.data = views.TraceData(self.trace, start=start, end=stop + 1, extra=extra)
         w._init_data()
         # The page's panels and event types are the whole trace's.
         w.has, w.rq_source = self.has, self.rq_source
@@ -241,7 +245,7 @@ class Model:
         if self.lod is not None:
             return
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
-        for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
+        for vname, cond in (("runqueue", "RQ_SIZE"),) + tuple(p[:2] for p in CPU_PANELS):
             if self.has[cond] and not (vname == "runqueue" and self.rq_source == "background"):
                 names.append(vname)
         for n in dict.fromkeys(names):
@@ -374,7 +378,7 @@ def make_document(doc, model: Model):
     panels.append(load)
     # Nest membership and S_move timers.
     extra = []
-    for vname, cond, title in (("nest", "NEST_CHANGE", "Nest membership"), ("smove", "MOVE_TIMER_ARMED", "S_move timers")):
+    for vname, cond, title in CPU_PANELS:
         if model.has[cond]:
             f = _fig(title, int(min(400, max(140, 60 + n * 2))), x_range, n, vname)
             src = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
@@ -438,7 +442,12 @@ def make_document(doc, model: Model):
             img, x, dw = L.time_image(lod.RQ_COLS, [c.color for c in rspec.categories], x0, x1, PLOT_W)
             rq_img.data = {"image": [img], "x": [x / render.MS], "y": [-0.5], "dw": [dw / render.MS], "dh": [n]}
         for vname, esrc in extra:
-            esrc.data = {"image": [np.zeros((1, 1), np.uint32)], **geom, "dh": [n]}
+            # The summary has idle states; nest and S_move appear when zoomed in.
+            img = np.zeros((1, 1), np.uint32)
+            if vname == "idle":
+                ispec = model.view_specs.get("idle") or views.load("idle")
+                img = L.time_image(lod.IDLE_STATE_COLS, [c.color for c in ispec.categories], x0, x1, PLOT_W)[0]
+            esrc.data = {"image": [img], **geom, "dh": [n]}
         ts, busy, over = L.load(x0, x1, LOAD_BINS)
         load_src.data = {"t": ts / render.MS, "busy": busy, "over": over if rq_img is not None else busy * 0,
                          "under": np.zeros(len(ts))}

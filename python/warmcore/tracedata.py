@@ -23,11 +23,11 @@ class TraceData:
     events in time order), plus what derived columns need: the process
     table and every CPU's frequency changes. Times are ns from the first event."""
 
-    def __init__(self, trace, start: Optional[int] = None, end: Optional[int] = None, prefix: Optional[dict] = None):
+    def __init__(self, trace, start: Optional[int] = None, end: Optional[int] = None, extra: Optional[dict] = None):
         """The events of [start, end) (ns from the first event; all if
-        None). `prefix`: columns of events (ts relative, CPU order) that
-        precede the window, each CPU's put before its events: what a window
-        read alone does not know (lod.Lod.prefix)."""
+        None). `extra`: columns of events (ts relative) before and after the
+        window, put in (cpu, ts) order among its events: what a window read
+        alone does not know (lod.Lod.context)."""
         self.trace = trace
         self.t0 = trace.start_ns
         span = trace.span() or (0, 0)
@@ -39,10 +39,10 @@ class TraceData:
         b = trace.read(start=start, end=end)
         cols = {n: b.column(n).to_numpy() for n in b.schema.names}
         cols["ts"] = (cols["ts"] - np.uint64(self.t0)).view(np.int64)
-        if prefix is not None and len(prefix["ts"]):
-            # A stable sort by CPU keeps each CPU's prefix before its events.
-            both = {k: np.concatenate([np.asarray(prefix[k]).astype(v.dtype), v]) for k, v in cols.items()}
-            o = np.argsort(both["cpu"], kind="stable")
+        if extra is not None and len(extra["ts"]):
+            # A stable sort: events of one time keep their order.
+            both = {k: np.concatenate([np.asarray(extra[k]).astype(v.dtype), v]) for k, v in cols.items()}
+            o = np.lexsort((both["ts"], both["cpu"]))
             cols = {k: v[o] for k, v in both.items()}
         self.cols = cols
         self.n = len(cols["ts"])

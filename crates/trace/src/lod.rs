@@ -13,7 +13,8 @@
 //! next on its CPU (the last one to the trace's end) and has the frequency
 //! known at its start (the last FREQ_CHANGE, or TICK carrying one, at or
 //! before it); a run-queue segment goes from one RQ_SIZE to the next; an
-//! idle state from IDLE_ENTER to the next IDLE_EXIT or IDLE_ENTER.
+//! idle state (the `idle` view) from IDLE_ENTER to the next IDLE_EXIT or
+//! IDLE_ENTER, and not at all without one.
 //!
 //! It is built once, in parallel over CPUs, and kept beside the trace in
 //! `FILE.lod` (an old reader of the trace never sees it). The side file names
@@ -38,7 +39,7 @@ use crate::event::ids;
 use crate::reader::{Trace, Window};
 
 pub const MAGIC: [u8; 8] = *b"WCTLOD\0\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bins of the finest level across the trace's span.
 pub const FINE_BINS: u32 = 8192;
 /// Each level's bins are this many of the level below.
@@ -59,9 +60,12 @@ const RQ_COL: usize = 10;
 /// Event counts by the file's event id; ids of KINDS or more count in column 0.
 pub const KINDS: usize = 32;
 /// State at each finest bin's start: running pid, its segment's start (ns)
-/// and frequency (kHz), the CPU's frequency, nr_running. NONE where unknown.
-pub const STATE_COLUMNS: &[&str] = &["pid", "segment_start", "segment_khz", "khz", "nr_running"];
-pub const NS: usize = 5;
+/// and frequency (kHz), the CPU's frequency, nr_running, the start (ns) and
+/// state of the idle period the CPU is in (one the trace ends). NONE where
+/// unknown.
+pub const STATE_COLUMNS: &[&str] =
+    &["pid", "segment_start", "segment_khz", "khz", "nr_running", "idle_start", "idle_state"];
+pub const NS: usize = 7;
 pub const NONE: u64 = u64::MAX;
 /// How much of the trace's end its identity checksums.
 const TAIL: u64 = 1 << 16;
@@ -222,10 +226,12 @@ fn build_cpu(t: &Trace, cpu: u32, end: u64, ids: &Ids, bands: &[f64; 3], acc: &m
     let mut seg: Option<(u64, u32, Option<u64>)> = None;
     let mut idle: Option<(u64, u64)> = None;
     let mut rq: Option<(u64, u64)> = None;
-    let state = |seg: &Option<(u64, u32, Option<u64>)>, khz: u64, rq: &Option<(u64, u64)>| -> [u64; NS] {
+    let state = |seg: &Option<(u64, u32, Option<u64>)>, khz: u64, rq: &Option<(u64, u64)>, idle: &Option<(u64, u64)>| {
+        let nr = rq.map_or(NONE, |r| r.1);
+        let (is, ist) = idle.unwrap_or((NONE, NONE));
         match seg {
-            Some((s, pid, f)) => [*pid as u64, *s, f.unwrap_or(khz), khz, rq.map_or(NONE, |r| r.1)],
-            None => [NONE, NONE, NONE, khz, rq.map_or(NONE, |r| r.1)],
+            Some((s, pid, f)) => [*pid as u64, *s, f.unwrap_or(khz), khz, nr, is, ist],
+            None => [NONE, NONE, NONE, khz, nr, is, ist],
         }
     };
     let close_seg = |acc: &mut CpuAcc, seg: &(u64, u32, Option<u64>), khz: u64, to: u64| {
@@ -241,7 +247,7 @@ fn build_cpu(t: &Trace, cpu: u32, end: u64, ids: &Ids, bands: &[f64; 3], acc: &m
         }
         // Bins that start at or before this event begin with the state
         // before it (the first event of their start's time fills them).
-        let st = state(&seg, khz, &rq);
+        let st = state(&seg, khz, &rq, &idle);
         acc.fill_to(ev.ts, &st);
         let k = acc.bin(ev.ts);
         acc.counts[k * KINDS + if (ev.id as usize) < KINDS { ev.id as usize } else { 0 }] += 1;
@@ -271,14 +277,21 @@ fn build_cpu(t: &Trace, cpu: u32, end: u64, ids: &Ids, bands: &[f64; 3], acc: &m
     if let Some((s, nr)) = rq {
         acc.add(rq_col(nr), s, end);
     }
-    if let Some((s, st)) = idle {
-        acc.add(IDLE_STATE_COL + st.min(3) as usize, s, end);
-    }
     if let Some(s) = &mut seg {
         s.2.get_or_insert(khz);
     }
-    let st = state(&seg, khz, &rq);
+    // An idle period the trace does not end is neither counted nor a state
+    // (the idle view does not draw it either).
+    let st = state(&seg, khz, &rq, &None);
+    let from = acc.filled;
     acc.fill_to(u64::MAX, &st);
+    if let Some((s, _)) = idle {
+        for k in acc.bin(s)..from {
+            if acc.state[k * NS + 5] == s {
+                acc.state[k * NS + 5..k * NS + 7].fill(NONE);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -538,6 +551,7 @@ mod tests {
                 .map_or(0, |e| e.a() as u64)
         };
         let next = |i: usize, f: &dyn Fn(&Event) -> bool| evs[i + 1..].iter().find(|e| f(e)).map_or(end, |e| e.ts);
+        let ended = |i: usize| evs[i + 1..].iter().any(|n| n.id == ids::IDLE_ENTER || n.id == ids::IDLE_EXIT);
         for (i, e) in evs.iter().enumerate() {
             match e.id {
                 ids::CTX_SWITCH => {
@@ -545,7 +559,7 @@ mod tests {
                     add(col, e.ts, next(i, &|n| n.id == ids::CTX_SWITCH));
                 }
                 ids::RQ_SIZE => add(rq_col(e.a() as u64), e.ts, next(i, &|n| n.id == ids::RQ_SIZE)),
-                ids::IDLE_ENTER => add(IDLE_STATE_COL + e.a().min(3) as usize, e.ts,
+                ids::IDLE_ENTER if ended(i) => add(IDLE_STATE_COL + e.a().min(3) as usize, e.ts,
                                        next(i, &|n| n.id == ids::IDLE_ENTER || n.id == ids::IDLE_EXIT)),
                 _ => {}
             }
@@ -580,6 +594,12 @@ mod tests {
                     let last_sw = evs.iter().filter(|e| e.ts < at && e.id == ids::CTX_SWITCH).last();
                     assert_eq!(st[0], last_sw.map_or(NONE, |e| e.a() as u64), "seed {seed} cpu {c} bin {k}");
                     assert_eq!(st[1], last_sw.map_or(NONE, |e| e.ts));
+                    // In an idle period (one that ends) at the bin's start?
+                    let last_idle = evs.iter().rposition(|e| e.ts < at && (e.id == ids::IDLE_ENTER || e.id == ids::IDLE_EXIT));
+                    let open = last_idle.filter(|&i| evs[i].id == ids::IDLE_ENTER)
+                        .filter(|&i| evs[i + 1..].iter().any(|n| n.id == ids::IDLE_ENTER || n.id == ids::IDLE_EXIT));
+                    assert_eq!(st[5], open.map_or(NONE, |i| evs[i].ts), "seed {seed} cpu {c} bin {k}");
+                    assert_eq!(st[6], open.map_or(NONE, |i| evs[i].a() as u64));
                 }
             }
             // Coarser levels are sums of the finer ones.
