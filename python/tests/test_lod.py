@@ -96,6 +96,9 @@ def test_the_page_draws_the_summary_then_exact_segments(tmp_path):
     assert "id='mode'>summary<" in status.text
     img = doc.get_model_by_name("timeline_image").data_source.data["image"][0]
     assert img.shape[0] == model.nr_cpus and (img != 0).any()
+    # The idle states, from the summary too.
+    idle = doc.get_model_by_name("idle").renderers[0].data_source.data["image"][0]
+    assert idle.shape == img.shape and (idle != 0).any()
     # A narrow window: read from the events, exact segments with hover.
     x_range.start, x_range.end = model.end / 2 / 1e6, (model.end / 2 + 30_000) / 1e6
     refresh()

@@ -4,8 +4,8 @@
 Panels, sharing one time axis: the per-CPU timeline (the running task
 coloured by frequency band or by process, idle periods, and events as
 vertical marks filtered by type, ticks among them), the run-queue size per
-CPU, under- and overload over time, nest membership and S_move timers when
-the trace has them, and the density of events by type. Zoomed out, each
+CPU, under- and overload over time, idle states, nest membership and S_move
+timers when the trace has them, and the density of events by type. Zoomed out, each
 panel is a raster (render.py); below `render.EXACT_MAX` segments in the window
 the timeline draws exact segments and marks with hover details.
 
