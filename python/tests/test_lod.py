@@ -7,13 +7,14 @@ match its trace is rebuilt, never used."""
 
 import os
 
+import datashader.transfer_functions as tf
 import numpy as np
 import pytest
 from bokeh.document import Document
 
 import warmcore
 from warmcore import EVENT_IDS as ID
-from warmcore import lod, server
+from warmcore import lod, render, server
 from warmcore import views as V
 
 
@@ -57,6 +58,19 @@ def test_bins_are_the_exact_pictures_aggregated(tmp_path, seed):
         got = L.levels[0][2][:, :, cols][:, :, :len(labels)]
         np.testing.assert_array_equal(got, want)
         assert (L.levels[0][2][:, :, cols][:, :, len(labels):] == 0).all()
+        # The picture of the whole trace from a coarser level is the exact
+        # segments summed into its bins, shaded.
+        x1 = float(L.levels[1][0] * L.levels[1][1] - 1)
+        img, x, dw = L.time_image(cols, list(layer.colors.values())[:len(L.columns[cols])], 0.0, x1, 300)
+        li = L.level_for(0.0, x1, 300)
+        w, bins = L.levels[li][:2]
+        exact = lod.bin_segments(f["begin"], f["end"], f["cpu"], f["cat"].cat.codes, len(L.columns[cols]),
+                                 L.nr_cpus, w, bins)
+        agg = render._as_agg(exact, [str(i) for i in range(exact.shape[2])], 0, w * bins, -0.5, L.nr_cpus - 0.5)
+        want = tf.shade(agg, color_key=list(layer.colors.values())[:len(L.columns[cols])], how="linear",
+                        min_alpha=255)
+        assert li > 0 and (x, dw) == (0, w * bins)
+        np.testing.assert_array_equal(img, np.asarray(want.data, dtype=np.uint32))
     # Counts by kind, per CPU, and coarser levels as sums of the finest.
     c = data.cols
     for cpu in range(L.nr_cpus):

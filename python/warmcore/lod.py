@@ -80,7 +80,8 @@ class Lod:
         import datashader.transfer_functions as tf
 
         li, lo, hi, x, dw = self.window(x0, x1, pixels)
-        t = self.levels[li][2][:, lo:hi, cols]
+        # As int64: Datashader's shading leaves some uint64 pixels transparent.
+        t = self.levels[li][2][:, lo:hi, cols].astype(np.int64)
         agg = render._as_agg(t, [str(i) for i in range(t.shape[2])], x, x + dw, -0.5, self.nr_cpus - 0.5)
         img = tf.shade(agg, color_key=colors, how="linear", min_alpha=255)
         return np.asarray(img.data, dtype=np.uint32), x, dw
