@@ -401,8 +401,9 @@ impl Lod {
         })
     }
 
-    /// Read a side file, refusing one that does not belong to `trace`.
-    pub fn read(path: &Path, trace: Ident) -> Result<Lod> {
+    /// Read a side file, refusing one that does not belong to `trace` (of
+    /// `nr_cpus` CPUs: the arrays' size is checked before they are allocated).
+    pub fn read(path: &Path, trace: Ident, nr_cpus: u32) -> Result<Lod> {
         let p = path.display().to_string();
         let err = |m: String| TraceError::new(&p, m);
         let b = std::fs::read(path).map_err(|e| TraceError::io(&p, e))?;
@@ -424,8 +425,10 @@ impl Lod {
             return Err(err("is truncated or corrupt (its checksum does not match)".into()));
         }
         let (ncpu, f) = (meta.nr_cpus as usize, meta.factor.max(1) as usize);
-        if meta.bins != FINE_BINS || meta.levels as usize != LEVELS || f != FACTOR as usize || ncpu == 0 || ncpu > 1 << 16 {
-            return Err(err("expected this version's bins and levels".into()));
+        if meta.bins != FINE_BINS || meta.levels as usize != LEVELS || f != FACTOR as usize || meta.nr_cpus != nr_cpus
+            || meta.width == 0
+        {
+            return Err(err(format!("expected this version's bins and levels, for the trace's {nr_cpus} CPUs")));
         }
         // Decompressed straight into the arrays: no second copy of the
         // hundreds of MB a large trace's summary holds.
@@ -471,7 +474,7 @@ pub fn open_or_build(t: &Trace) -> Result<(Lod, Origin)> {
     let path = Path::new(t.path());
     let id = ident(path)?;
     let side = side_path(path);
-    let why = match Lod::read(&side, id) {
+    let why = match Lod::read(&side, id, t.nr_cpus()) {
         Ok(l) => return Ok((l, Origin::Read)),
         Err(e) if side.exists() => e.to_string(),
         Err(_) => "none yet".to_string(),
@@ -623,15 +626,15 @@ mod tests {
         let side = side_path(&a);
         assert!(side.exists());
         assert_eq!(open_or_build(&t).unwrap().1, Origin::Read);
-        let again = Lod::read(&side, ident(&a).unwrap()).unwrap();
+        let again = Lod::read(&side, ident(&a).unwrap(), t.nr_cpus()).unwrap();
         assert!(again.levels[0].time == lod.levels[0].time && again.state == lod.state);
         // Another file's summary.
-        let err = Lod::read(&side, ident(&b).unwrap()).err().unwrap();
+        let err = Lod::read(&side, ident(&b).unwrap(), t.nr_cpus()).err().unwrap();
         assert!(err.to_string().contains("stale"), "{err}");
         // Truncated.
         let bytes = std::fs::read(&side).unwrap();
         std::fs::write(&side, &bytes[..bytes.len() - 10]).unwrap();
-        let err = Lod::read(&side, ident(&a).unwrap()).err().unwrap();
+        let err = Lod::read(&side, ident(&a).unwrap(), t.nr_cpus()).err().unwrap();
         assert!(err.to_string().contains("truncated"), "{err}");
         // Rebuilt by open_or_build, which says why.
         let (_, origin) = open_or_build(&t).unwrap();
@@ -643,6 +646,6 @@ mod tests {
         assert!(matches!(&origin, Origin::Built(w) if w.contains("stale")), "{origin:?}");
         // Garbage.
         std::fs::write(&side, b"not a summary").unwrap();
-        assert!(Lod::read(&side, ident(&a).unwrap()).is_err());
+        assert!(Lod::read(&side, ident(&a).unwrap(), t.nr_cpus()).is_err());
     }
 }
