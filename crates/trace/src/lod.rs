@@ -25,8 +25,9 @@
 //!
 //! ```text
 //! magic "WCTLOD\0\0", version u32, JSON length u32, JSON (`LodMeta`),
-//! then one zstd frame: for each level its `time` (u64) then `counts` (u32),
-//! then the finest level's `state` (u64), all little-endian, (cpu, bin, column) order.
+//! then one zstd frame an array: for each level its `time` (u64) then
+//! `counts` (u32), then the finest level's `state` (u64), all little-endian,
+//! in (cpu, bin, column) order.
 //! ```
 
 use std::io::Write;
@@ -39,7 +40,7 @@ use crate::event::ids;
 use crate::reader::{Trace, Window};
 
 pub const MAGIC: [u8; 8] = *b"WCTLOD\0\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bins of the finest level across the trace's span.
 pub const FINE_BINS: u32 = 8192;
 /// Each level's bins are this many of the level below.
@@ -95,6 +96,8 @@ pub struct LodMeta {
     pub events: u64,
     pub body_len: u64,
     pub body_crc: u32,
+    /// The body's zstd frames' lengths, one an array (decompressed in parallel).
+    pub frames: Vec<u64>,
 }
 
 pub struct Level {
@@ -364,6 +367,7 @@ pub fn build(t: &Trace, trace: Ident) -> Result<Lod> {
         events: t.event_count(),
         body_len: 0,
         body_crc: 0,
+        frames: Vec::new(),
     };
     Ok(Lod { meta, levels, state })
 }
@@ -373,14 +377,17 @@ impl Lod {
     /// sees half of one).
     pub fn write(&mut self, path: &Path) -> Result<()> {
         let p = path.display().to_string();
-        let mut raw: Vec<u8> = Vec::new();
+        let mut arrays: Vec<&[u8]> = Vec::new();
         for l in &self.levels {
-            raw.extend_from_slice(bytemuck::cast_slice(&l.time));
-            raw.extend_from_slice(bytemuck::cast_slice(&l.counts));
+            arrays.push(bytemuck::cast_slice(&l.time));
+            arrays.push(bytemuck::cast_slice(&l.counts));
         }
-        raw.extend_from_slice(bytemuck::cast_slice(&self.state));
+        arrays.push(bytemuck::cast_slice(&self.state));
         // Mostly zeros: level 1 compresses them at hundreds of MB/s.
-        let body = zstd::bulk::compress(&raw, 1).map_err(|e| TraceError::io(&p, e))?;
+        let frames = arrays.par_iter().map(|a| zstd::bulk::compress(a, 1)).collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| TraceError::io(&p, e))?;
+        self.meta.frames = frames.iter().map(|f| f.len() as u64).collect();
+        let body = frames.concat();
         self.meta.body_len = body.len() as u64;
         self.meta.body_crc = crc32fast::hash(&body);
         let json = serde_json::to_vec(&self.meta).map_err(|e| TraceError::new(&p, e.to_string()))?;
@@ -430,28 +437,40 @@ impl Lod {
         {
             return Err(err(format!("expected this version's bins and levels, for the trace's {nr_cpus} CPUs")));
         }
-        // Decompressed straight into the arrays: no second copy of the
-        // hundreds of MB a large trace's summary holds.
-        let mut dec = zstd::stream::read::Decoder::new(body).map_err(|e| err(format!("expected a zstd body: {e}")))?;
-        let mut fill = |bytes: &mut [u8]| {
-            std::io::Read::read_exact(&mut dec, bytes).map_err(|e| err(format!("expected a complete zstd body: {e}")))
-        };
+        // Decompressed straight into the arrays (no second copy of the
+        // hundreds of MB a large trace's summary holds), in parallel.
         let mut levels = Vec::new();
         let (mut width, mut bins) = (meta.width, meta.bins as usize);
         for _ in 0..LEVELS {
-            let mut time = vec![0u64; ncpu * bins * NT];
-            fill(bytemuck::cast_slice_mut(&mut time))?;
-            let mut counts = vec![0u32; ncpu * bins * KINDS];
-            fill(bytemuck::cast_slice_mut(&mut counts))?;
-            levels.push(Level { width, bins: bins as u32, time, counts });
+            levels.push(Level { width, bins: bins as u32, time: vec![0u64; ncpu * bins * NT], counts: vec![0u32; ncpu * bins * KINDS] });
             width *= f as u64;
             bins = bins.div_ceil(f);
         }
         let mut state = vec![0u64; ncpu * meta.bins as usize * NS];
-        fill(bytemuck::cast_slice_mut(&mut state))?;
-        if std::io::Read::read(&mut dec, &mut [0u8; 1]).map_err(|e| err(format!("expected a zstd body: {e}")))? != 0 {
-            return Err(err("expected the summary to end after its arrays".into()));
+        let mut dests: Vec<&mut [u8]> = Vec::new();
+        for l in &mut levels {
+            dests.push(bytemuck::cast_slice_mut(&mut l.time));
+            dests.push(bytemuck::cast_slice_mut(&mut l.counts));
         }
+        dests.push(bytemuck::cast_slice_mut(&mut state));
+        if meta.frames.len() != dests.len() || meta.frames.iter().sum::<u64>() != body.len() as u64 {
+            return Err(err(format!("expected {} zstd frames filling the body", dests.len())));
+        }
+        let mut frames = Vec::new();
+        let mut off = 0;
+        for &n in &meta.frames {
+            frames.push(&body[off..off + n as usize]);
+            off += n as usize;
+        }
+        dests.into_par_iter().zip(frames).try_for_each(|(dest, frame)| {
+            let n = zstd::bulk::Decompressor::new()
+                .and_then(|mut d| d.decompress_to_buffer(frame, dest.as_mut()))
+                .map_err(|e| err(format!("expected a zstd frame: {e}")))?;
+            if n != dest.len() {
+                return Err(err(format!("expected an array of {} bytes, found {n}", dest.len())));
+            }
+            Ok(())
+        })?;
         Ok(Lod { meta, levels, state })
     }
 }

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore trace lod FILE [--force]`: build (or keep) the level-of-detail
+//! summary beside a trace, and say what it holds.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -19,17 +24,23 @@ pub fn run(t: &Trace, force: bool) -> Result<()> {
         lod::open_or_build(t)?
     };
     let took = start.elapsed().as_secs_f64();
+    let mut out = String::new();
     match &origin {
-        Origin::Read => println!("{}: current, kept", side.display()),
-        Origin::Built(why) => println!("{}: built in {took:.2} s (previous: {why})", side.display()),
+        Origin::Read => writeln!(out, "{}: current, kept", side.display())?,
+        Origin::Built(why) => writeln!(out, "{}: built in {took:.2} s (previous: {why})", side.display())?,
         Origin::BuiltNotSaved(_, e) => anyhow::bail!("built the summary but could not save it: {e}"),
     }
     let m = &l.meta;
-    println!("events:      {} on {} CPUs", m.events, m.nr_cpus);
+    writeln!(out, "events:      {} on {} CPUs", m.events, m.nr_cpus)?;
     for lv in &l.levels {
-        println!("level:       {} bins of {}", lv.bins, show_ns(lv.width));
+        writeln!(out, "level:       {} bins of {}", lv.bins, show_ns(lv.width))?;
     }
-    println!("per bin:     {}; counts of {} event kinds", lod::TIME_COLUMNS.join(", "), lod::KINDS);
-    println!("size:        {} bytes on disk", std::fs::metadata(&side)?.len());
-    Ok(())
+    writeln!(out, "per bin:     {}; counts of {} event kinds", lod::TIME_COLUMNS.join(", "), lod::KINDS)?;
+    writeln!(out, "size:        {} bytes on disk", std::fs::metadata(&side)?.len())?;
+    // A closed stdout (`| head`) is no error.
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
