@@ -26,8 +26,8 @@ class Lod:
     """The summary of `trace` (a warmcore.Trace): read from beside it, or
     built and saved there when missing or stale (`origin` says which)."""
 
-    def __init__(self, trace):
-        d = trace._t.lod()
+    def __init__(self, trace, progress: bool = False):
+        d = trace._t.lod(progress)
         self.meta = d["meta"]
         self.origin = d["origin"]
         self.columns = list(d["time_columns"])

@@ -76,7 +76,7 @@ class Model:
                 t = time.perf_counter()
                 print(f"warmcore view: {self.n_events:,} events: reading the level-of-detail summary "
                       f"(built on first open)...", file=sys.stderr, flush=True)
-                self.lod = lod.Lod(self.trace)
+                self.lod = lod.Lod(self.trace, progress=True)
                 print(f"warmcore view: summary {self.lod.origin} in {time.perf_counter() - t:.1f} s",
                       file=sys.stderr, flush=True)
                 self.data = None

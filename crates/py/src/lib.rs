@@ -316,9 +316,16 @@ impl PyTrace {
     /// ("read", or why it was built), `levels` (finest first: width, bins,
     /// `time` u64 and `counts` u32 as flat pyarrow arrays in (cpu, bin,
     /// column) order) and the finest level's `state` (u64, likewise).
-    fn lod<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// With `progress`, building says on stderr how many CPUs are done.
+    #[pyo3(signature = (progress=false))]
+    fn lod<'py>(&self, py: Python<'py>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
         use warmcore_trace::lod::{self, Origin};
-        let (l, origin) = py.detach(|| lod::open_or_build(&self.inner)).map_err(trace_err)?;
+        let say = |done: usize, of: usize| {
+            if progress && (done % 8 == 0 || done == of) {
+                eprint!("\rwarmcore: building the level-of-detail summary: {done}/{of} CPUs{}", if done == of { "\n" } else { "" });
+            }
+        };
+        let (l, origin) = py.detach(|| lod::open_or_build_with(&self.inner, &say)).map_err(trace_err)?;
         let out = PyDict::new(py);
         out.set_item("meta", json_to_py(py, &l.meta)?)?;
         out.set_item("origin", match origin {

@@ -315,6 +315,11 @@ fn coarsen<T: Copy + Default + std::ops::AddAssign + Send + Sync>(a: &[T], bins:
 
 /// Build the summary of an open trace (reading all of it once, CPUs in parallel).
 pub fn build(t: &Trace, trace: Ident) -> Result<Lod> {
+    build_with(t, trace, &|_, _| {})
+}
+
+/// `build`, calling `progress(CPUs done, CPUs)` as each CPU is summarised.
+pub fn build_with(t: &Trace, trace: Ident, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Lod> {
     let ncpu = t.nr_cpus() as usize;
     let (t0, last) = t.span().unwrap_or((0, 0));
     let bins = FINE_BINS as usize;
@@ -334,13 +339,16 @@ pub fn build(t: &Trace, trace: Ident) -> Result<Lod> {
     let mut time = vec![0u64; ncpu * bins * NT];
     let mut counts = vec![0u32; ncpu * bins * KINDS];
     let mut state = vec![NONE; ncpu * bins * NS];
+    let done = std::sync::atomic::AtomicUsize::new(0);
     time.par_chunks_mut(bins * NT)
         .zip(counts.par_chunks_mut(bins * KINDS))
         .zip(state.par_chunks_mut(bins * NS))
         .enumerate()
         .try_for_each(|(cpu, ((time, counts), state))| {
             let mut acc = CpuAcc { t0, width, bins, time, counts, state, filled: 0 };
-            build_cpu(t, cpu as u32, last, &ids, &bands, &mut acc)
+            build_cpu(t, cpu as u32, last, &ids, &bands, &mut acc)?;
+            progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, ncpu);
+            Ok(())
         })?;
     let mut levels = vec![Level { width, bins: FINE_BINS, time, counts }];
     for l in 1..LEVELS {
@@ -490,6 +498,11 @@ pub enum Origin {
 /// The trace's summary: read from beside it when that is current, built
 /// (and saved) otherwise.
 pub fn open_or_build(t: &Trace) -> Result<(Lod, Origin)> {
+    open_or_build_with(t, &|_, _| {})
+}
+
+/// `open_or_build`, calling `progress(CPUs done, CPUs)` while it builds.
+pub fn open_or_build_with(t: &Trace, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<(Lod, Origin)> {
     let path = Path::new(t.path());
     let id = ident(path)?;
     let side = side_path(path);
@@ -498,7 +511,7 @@ pub fn open_or_build(t: &Trace) -> Result<(Lod, Origin)> {
         Err(e) if side.exists() => e.to_string(),
         Err(_) => "none yet".to_string(),
     };
-    let mut lod = build(t, id)?;
+    let mut lod = build_with(t, id, progress)?;
     match lod.write(&side) {
         Ok(()) => Ok((lod, Origin::Built(why))),
         Err(e) => Ok((lod, Origin::BuiltNotSaved(why, e.to_string()))),

@@ -16,12 +16,19 @@ use crate::time::show_ns;
 pub fn run(t: &Trace, force: bool) -> Result<()> {
     let start = Instant::now();
     let side = lod::side_path(Path::new(t.path()));
+    // Progress on a terminal: a large trace takes seconds.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let say = |done: usize, of: usize| {
+        if tty && (done % 8 == 0 || done == of) {
+            eprint!("\rbuilding: {done}/{of} CPUs{}", if done == of { "\n" } else { "" });
+        }
+    };
     let (l, origin) = if force {
-        let mut l = lod::build(t, lod::ident(Path::new(t.path()))?)?;
+        let mut l = lod::build_with(t, lod::ident(Path::new(t.path()))?, &say)?;
         l.write(&side)?;
         (l, Origin::Built("--force".into()))
     } else {
-        lod::open_or_build(t)?
+        lod::open_or_build_with(t, &say)?
     };
     let took = start.elapsed().as_secs_f64();
     let mut out = String::new();
