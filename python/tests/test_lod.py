@@ -29,6 +29,8 @@ def random_trace(path, seed):
             k = int(rng.integers(0, 6))
             if k <= 1:
                 w.push(c, ts, 1, ID["CTX_SWITCH"], 0 if rng.random() < 0.3 else int(rng.integers(1, 50)), 0)
+                if rng.random() < 0.05:
+                    w.push_comm(c, ts, int(rng.integers(1, 50)), ID["EXEC"], f"t{int(rng.integers(0, 9))}")
             elif k == 2:
                 w.push(c, ts, 0, ID["FREQ_CHANGE"], int(rng.integers(0, 3_200_000)))
             elif k == 3:
@@ -87,6 +89,8 @@ def test_a_window_read_with_the_prefix_draws_what_the_whole_trace_draws(tmp_path
     whole = server.Model(str(path), "freq")
     big = server.Model(str(path), "freq", lod_events=0, window_events=10**9)
     assert big.lod is not None and big.data is None
+    big.start_process_table()  # the page starts it once it is out
+    big._procs_thread.join()
     rng = np.random.default_rng(seed)
     for _ in range(5):
         x0 = float(rng.integers(0, max(whole.end, 1)))
@@ -100,6 +104,11 @@ def test_a_window_read_with_the_prefix_draws_what_the_whole_trace_draws(tmp_path
             a = a[(a["end"] > x0) & (a["begin"] < x1) & (a["end"] > a["begin"])]
             b = b[(b["end"] > x0) & (b["begin"] < x1) & (b["end"] > b["begin"])]
             assert clip(a) == clip(b), (view, x0, x1)
+        # Hover names: those of the whole trace, EXECs before the window included.
+        f = win.layer("freq").frame
+        f = f[(f["end"] > x0) & (f["begin"] < x1)]
+        task, ts = f["task"].to_numpy(), f["begin"].to_numpy().astype(np.int64)
+        assert (np.asarray(win.data.comm_of(task, ts)) == np.asarray(whole.data.comm_of(task, ts))).all()
 
 
 def test_the_page_draws_the_summary_then_exact_segments(tmp_path):
