@@ -63,7 +63,7 @@ def main():
         t = time.perf_counter()
         model.start_process_table()
         model._procs_thread.join()
-        print(f"process table for hover decoded on a thread after the first picture: "
+        print(f"process table and EXECs for hover read on a thread after the first picture: "
               f"{time.perf_counter() - t:.2f} s")
 
     # Zoom in by 4x steps towards the middle, panning half a window at each level.
