@@ -120,6 +120,46 @@ const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.
     assert "MHz" in text and "CTX_SWITCH" in text
 
 
+def test_a_large_trace_is_drawn_from_its_summary_then_exactly(server, browser, synth_trace, monkeypatch):
+    """With the thresholds lowered, the synthetic trace is a large one: the
+    first picture comes from the level-of-detail summary, and a 1 ms window
+    is read from the events and drawn as exact segments with hover."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    monkeypatch.setenv("WARMCORE_VIEW_LOD_EVENTS", "1000")
+    monkeypatch.setenv("WARMCORE_VIEW_WINDOW_EVENTS", "20000")
+    side = synth_trace.parent / (synth_trace.name + ".lod")
+    side.unlink(missing_ok=True)
+    t = warmcore.open(synth_trace)
+    L = V.apply(V.load("freq"), V.TraceData(t))
+    f = L.frame
+    f = f[(f["cpu"] == 3) & (f["task"] != 0) & (f["end"] - f["begin"] >= 150_000) & (f["begin"] > 100e6)]
+    seg = V.complete(L, V.TraceData(t), f.iloc[:1]).iloc[0]
+    task, comm = int(seg["task"]), str(seg["comm"])
+    b_ms = seg["begin"] / 1e6
+    w0, w1 = b_ms - 0.3, b_ms + 0.7
+
+    d = browser
+    d.get(server(synth_trace))
+    wait_text(d, lambda s: "drawn from the level-of-detail summary" in s and "rendered in" in s)
+    assert side.exists()  # built on open, kept beside the trace
+    img = shot(d, "view-summary.png")
+    left, top, w, h = (int(round(x)) for x in frame_box(d, "timeline"))
+    area = img[top + 2:top + h - 2, left + 2:left + w - 2].reshape(-1, 3).astype(np.int64)
+    assert (area.min(axis=1) >= 245).mean() < 0.1  # the timeline is drawn
+
+    d.execute_script("""
+const r = Bokeh.documents[0].get_model_by_name('x_range');
+r.start = arguments[0]; r.end = arguments[1];""", w0, w1)
+    text = wait_text(d, lambda s: "exact:" in s and f"{w0:.3f}" in s)
+    assert "segments with hover" in text
+    x, y = to_screen(d, "timeline", (max(b_ms, w0) + min(seg["end"] / 1e6, w1)) / 2, 3)
+    ActionChains(d).move_by_offset(int(x), int(y)).perform()
+    text = wait_text(d, lambda s: f"{task} ({comm})" in s, timeout=30)
+    shot(d, "view-summary-zoomed-hover.png")
+    assert "MHz" in text and "CTX_SWITCH" in text
+
+
 def test_unreadable_trace_shows_the_readers_line(server, browser, tmp_path):
     bad = tmp_path / "broken.wct"
     bad.write_bytes(b"WCTRACE\0" + b"\xff" * 200)

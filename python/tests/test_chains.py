@@ -164,3 +164,23 @@ def test_a_large_traces_links_come_on_a_thread(known_trace, monkeypatch):
     refresh()
     i = list(seg.data["task"]).index(102)
     assert seg.data["waker"][i].startswith("make (101) on CPU 0 at 1100 MHz")
+
+
+def test_a_trace_drawn_from_its_summary_derives_its_links_only_when_asked(configure_trace, monkeypatch):
+    # As if the trace were large: links on a thread. A trace read whole starts
+    # that thread with its first page; one drawn from its summary is never
+    # read whole unasked, until a click or the pid box asks for a chain.
+    monkeypatch.setattr(chains, "SYNC_MAX_EVENTS", 0)
+    whole = server.Model(str(configure_trace), "freq")
+    assert whole.lod is None
+    assert chains.ready(whole) is None and whole._chains_thread is not None
+    whole._chains_thread.join(60)
+
+    model = server.Model(str(configure_trace), "freq", lod_events=0)
+    assert model.lod is not None
+    assert chains.ready(model) is None
+    assert getattr(model, "_chains_thread", None) is None
+    assert chains.ready(model, asked=True) is None
+    model._chains_thread.join(60)
+    ch = chains.ready(model)
+    assert ch is not None and len(ch.links) > 100

@@ -29,6 +29,8 @@ ARROW_COLOR = "#d62728"
 # Traces up to this many events get their links with the first page.
 SYNC_MAX_EVENTS = 2_000_000
 PENDING = "(deriving the wake-up links)"
+# A trace drawn from its summary: links only on request.
+ON_REQUEST = "(click a segment or give a pid to derive the wake-up links)"
 # Columns chains add to the timeline's exact segments.
 SEGMENT_COLUMNS = ("waker", "link")
 TOOLTIP = ("woken by", "@waker")
@@ -190,10 +192,15 @@ def of(model) -> Chains:
         return ch
 
 
-def ready(model) -> Optional[Chains]:
+def ready(model, asked: bool = False) -> Optional[Chains]:
     """The chains if computed, else None: a large trace's are computed on a
-    thread (a pass of the analysis), so that its first picture does not wait."""
+    thread (a pass of the analysis), so that its first picture does not wait.
+    A trace drawn from its summary is never read whole unasked: its links
+    (about 170 MB per 10 M events) are derived only when a click or the pid
+    box asks for a chain."""
     if getattr(model, "_chains", None) is None and model.trace.event_count() > SYNC_MAX_EVENTS:
+        if getattr(model, "lod", None) is not None and not asked and getattr(model, "_chains_thread", None) is None:
+            return None
         with _start:
             if getattr(model, "_chains_thread", None) is None:
                 model._chains_thread = threading.Thread(target=of, args=(model,), daemon=True)
@@ -245,14 +252,16 @@ def attach(model, tl, segs, x_range) -> Follow:
         status.text = f"Chain {what}: {ch.summary(ids)}{note}"
 
     def tapped(attr, old, new):
-        ch = ready(model)
+        ch = ready(model, asked=True)
         if not new or new[0] >= len(seg_src.data["link"]):
             return
         if ch is None:
             status.text = f"<i>Chain: {PENDING}; click again in a moment</i>"
             return
-        i = int(seg_src.data["link"][new[0]])
-        task = ch.task(int(seg_src.data["task"][new[0]]))
+        # From the segment itself: its hover may predate the links.
+        pid, left = int(seg_src.data["task"][new[0]]), float(seg_src.data["left"][new[0]])
+        i = int(ch.link_of(np.asarray([pid], np.int64), np.round(np.asarray([left]) * MS))[0])
+        task = ch.task(pid)
         if i < 0:
             status.text = f"Chain: task {html.escape(task)} was not woken in the trace"
             return
@@ -261,7 +270,7 @@ def attach(model, tl, segs, x_range) -> Follow:
         show(ch, ch.chain([i]), [i], what)
 
     def by_pid():
-        ch = ready(model)
+        ch = ready(model, asked=True)
         if ch is None:
             status.text = f"<i>Chain: {PENDING}; try again in a moment</i>"
             return
@@ -290,7 +299,8 @@ def attach(model, tl, segs, x_range) -> Follow:
         seg_src.selected.indices = []
         ch = ready(model)
         if ch is None:
-            return {**data, "link": np.full(len(data["task"]), -1), "waker": [PENDING] * len(data["task"])}
+            why = PENDING if getattr(model, "_chains_thread", None) is not None else ON_REQUEST
+            return {**data, "link": np.full(len(data["task"]), -1), "waker": [why] * len(data["task"])}
         return ch.hover(data)
 
     seg_src.selected.on_change("indices", tapped)

@@ -4,24 +4,30 @@
 Panels, sharing one time axis: the per-CPU timeline (the running task
 coloured by frequency band or by process, idle periods, and events as
 vertical marks filtered by type, ticks among them), the run-queue size per
-CPU, under- and overload over time, nest membership and S_move timers when
-the trace has them, and the density of events by type. Zoomed out, each
+CPU, under- and overload over time, idle states, nest membership and S_move
+timers when the trace has them, and the density of events by type. Zoomed out, each
 panel is a raster (render.py); below `render.EXACT_MAX` segments in the window
 the timeline draws exact segments and marks with hover details.
+
+A trace of more than `LOD_EVENTS` events is not read whole: the page draws
+from its level-of-detail summary (lod.py), built beside the trace on first
+open, and reads the events of a window that holds at most `WINDOW_EVENTS`.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import socket
 import sys
 import threading
 import time
+import types
 from typing import Optional
 
 import numpy as np
 
-from . import chains, render, views
+from . import chains, lod, render, views
 from .trace import Trace
 
 # Largest trace whose run-queue sizes the page derives (see Model).
@@ -32,34 +38,85 @@ EVENT_MARKS_MAX = 5_000
 LOAD_BINS = 400
 # Views that colour the per-CPU timeline, offered in the page's selector.
 TIMELINE_VIEWS = ["freq", "process"]
+# Events whose presence decides the page's panels.
+PANEL_EVENTS = ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH", "IDLE_ENTER")
+# Per-CPU panels below the timeline: (view, the event it needs, title).
+CPU_PANELS = (("idle", "IDLE_ENTER", "Idle state per CPU (beside the timeline's running task and frequency)"),
+              ("nest", "NEST_CHANGE", "Nest membership"), ("smove", "MOVE_TIMER_ARMED", "S_move timers"))
+# A trace of more events than this is drawn from its level-of-detail summary
+# (reading it whole would take 160 bytes an event), and a window of at most
+# WINDOW_EVENTS from its events. Environment variables override both (tests
+# force the summary on small traces).
+LOD_EVENTS = int(os.environ.get("WARMCORE_VIEW_LOD_EVENTS", 20_000_000))
+WINDOW_EVENTS = int(os.environ.get("WARMCORE_VIEW_WINDOW_EVENTS", 2_000_000))
 
 
 class Model:
     """What every page of the server shares: the trace, loaded once, and the
     views applied to it, computed once each."""
 
-    def __init__(self, path: str, first_view: str):
+    def __init__(self, path: str, first_view: str, lod_events: Optional[int] = None,
+                 window_events: Optional[int] = None):
         self.path = path
         self.error: Optional[str] = None
         self.lock = threading.Lock()
         self.layers: dict = {}
         self.view_specs: dict = {}
+        self.lod: Optional[lod.Lod] = None
+        self.window_events = WINDOW_EVENTS if window_events is None else window_events
+        self._window: Optional[Model] = None
         # The page's drawing modules load while the trace is read (the read
         # releases the GIL): most of a second of the first picture.
         self._imports = threading.Thread(target=_import_drawing, daemon=True)
         self._imports.start()
         try:
             self.trace = Trace(path)
-            self.data = views.TraceData(self.trace)
+            self.n_events = self.trace.event_count()
+            if self.n_events > (LOD_EVENTS if lod_events is None else lod_events):
+                t = time.perf_counter()
+                print(f"warmcore view: {self.n_events:,} events: reading the level-of-detail summary "
+                      f"(built on first open)...", file=sys.stderr, flush=True)
+                self.lod = lod.Lod(self.trace, progress=True)
+                print(f"warmcore view: summary {self.lod.origin} in {time.perf_counter() - t:.1f} s",
+                      file=sys.stderr, flush=True)
+                self.data = None
+            else:
+                self.data = views.TraceData(self.trace)
         except Exception as e:  # the reader's one-line message, shown on the page
             self.error = str(e)
             return
+        span = self.trace.span() or (0, 0)
+        self.end = span[1] - span[0]
+        self.nr_cpus = self.trace.nr_cpus
         for name in TIMELINE_VIEWS + [first_view]:
             if name not in self.view_specs:
                 self.view_specs[name] = views.load(name)
         self.first_view = self.view_specs[first_view].name
         self.view_specs = {v.name: v for v in self.view_specs.values()}
-        self.has = {n: self.data.has(n) for n in ("RQ_SIZE", "NEST_CHANGE", "MOVE_TIMER_ARMED", "CTX_SWITCH")}
+        names = PANEL_EVENTS
+        if self.lod is not None:
+            # From the summary's counts; run-queue sizes only from RQ_SIZE events
+            # (deriving them takes a pass over the whole trace).
+            self.has = {n: self._lod_count(n) > 0 for n in names}
+            self.rq_source = "events" if self.has["RQ_SIZE"] else None
+            self._rq_thread = None
+            self.rq_error = None
+            self._rq_listeners = []
+            names = self.trace.event_names()
+            self.event_counts = {names.get(i, f"EVENT_{i}"): int(c) for i, c in enumerate(self.lod.kind_counts)
+                                 if c and i > 0}
+            self.event_types = sorted(self.event_counts)
+            self.palette = render.event_palette(self.event_types)
+            return
+        self._init_data()
+
+    def _lod_count(self, name: str) -> int:
+        i = self.trace.event_id(name)
+        return int(self.lod.kind_counts[i]) if i is not None and 0 < i < len(self.lod.kind_counts) else 0
+
+    def _init_data(self):
+        """What the model knows once its events are loaded (self.data)."""
+        self.has = {n: self.data.has(n) for n in PANEL_EVENTS}
         # Without RQ_SIZE events, run-queue sizes are derived from the switches,
         # wake-ups and migrations: a pass of the trace analysis and a segment
         # per change. Small traces get them with the first picture; larger ones
@@ -75,6 +132,58 @@ class Model:
                              for i, c in enumerate(self.data.id_counts) if c}
         self.event_types = sorted(self.event_counts)
         self.palette = render.event_palette(self.event_types)
+
+    def source(self, x0: float, x1: float) -> Optional["Model"]:
+        """What draws the window [x0, x1] (ns): this model when it holds the
+        trace's events, a model of the window's events when the trace is drawn
+        from its summary and the window holds few enough, None when the
+        summary draws it."""
+        if self.lod is None:
+            return self
+        with self.lock:
+            w = self._window
+            if w is not None and w.x_from <= x0 and x1 <= w.x_to:
+                return w
+        if self.lod.events_in(x0, x1) > self.window_events:
+            return None
+        # Read whole bins, so that panning within them reuses the read.
+        start, stop, extra = self.lod.context(self.trace, x0, x1)
+        w = Model.__new__(Model)
+        w.path, w.error, w.lock, w.layers, w.lod = self.path, None, threading.Lock(), {}, None
+        w.trace, w.view_specs, w.first_view = self.trace, self.view_specs, self.first_view
+        w.n_events, w.end, w.nr_cpus, w.window_events, w._window = self.n_events, self.end, self.nr_cpus, 0, None
+        w.data = views.TraceData(self.trace, start=start, end=stop + 1, extra=extra)
+        w._init_data()
+        # The page's panels and event types are the whole trace's.
+        w.has, w.rq_source = self.has, self.rq_source
+        w.event_types, w.palette = self.event_types, self.palette
+        w.x_from, w.x_to = start, stop
+        with self.lock:
+            self._window = w
+        return w
+
+    def start_process_table(self):
+        """Decode the whole trace's process table and read its EXECs on a
+        thread (at most once), for the hover names of exact windows: 2.4 s
+        for a build's 2.8 M processes, which the first zoom in would wait
+        for otherwise, and the names a task took before the window."""
+        with self.lock:
+            if self.lod is None or getattr(self, "_procs_thread", None) is not None:
+                return
+            table = types.SimpleNamespace(trace=self.trace, _procs=None)
+
+            def work():
+                views.TraceData.processes(table)
+                views.TraceData.whole_trace_execs(self.trace)
+
+            self._procs_thread = threading.Thread(target=work, daemon=True)
+            self._procs_thread.start()
+
+    def colors(self, name: str) -> dict:
+        """A view's legend: its layer's colours, or its categories' without one."""
+        if self.lod is None or name in self.layers:
+            return self.layer(name).colors
+        return (self.view_specs.get(name) or views.load(name)).colors()
 
     def layer(self, name: str) -> views.Layer:
         with self.lock:
@@ -139,8 +248,10 @@ class Model:
     def warm_up(self):
         """Compute the layers the first page draws."""
         self._imports.join()
+        if self.lod is not None:
+            return
         names = [self.first_view] + (["freq"] if self.has["CTX_SWITCH"] else [])
-        for vname, cond in (("runqueue", "RQ_SIZE"), ("nest", "NEST_CHANGE"), ("smove", "MOVE_TIMER_ARMED")):
+        for vname, cond in (("runqueue", "RQ_SIZE"),) + tuple(p[:2] for p in CPU_PANELS):
             if self.has[cond] and not (vname == "runqueue" and self.rq_source == "background"):
                 names.append(vname)
         for n in dict.fromkeys(names):
@@ -214,12 +325,11 @@ def make_document(doc, model: Model):
         doc.add_root(Div(text=f"<h3>warmcore view</h3><p id='trace-error' style='color:#b00020'>"
                               f"{html.escape(model.error)}</p>", name="error"))
         return
-    data = model.data
-    n = data.nr_cpus
-    m = data.trace.machine
-    end_ms = max(data.end, 1) / render.MS
+    n = model.nr_cpus
+    m = model.trace.machine
+    end_ms = max(model.end, 1) / render.MS
     header = Div(text=(f"<b>{html.escape(model.path)}</b>: {html.escape(m.get('name', ''))}, {n} CPUs, "
-                       f"{data.n:,} events over {end_ms:.3f} ms; frequency {m.get('freq_min_khz', 0) / 1e3:.0f}-"
+                       f"{model.n_events:,} events over {end_ms:.3f} ms; frequency {m.get('freq_min_khz', 0) / 1e3:.0f}-"
                        f"{m.get('freq_max_khz', 0) / 1e3:.0f} MHz (base {m.get('freq_base_khz', 0) / 1e3:.0f})"),
                  width=WIDTH)
     status = Div(text="", name="status", width=WIDTH)
@@ -252,14 +362,15 @@ def make_document(doc, model: Model):
         rq = _fig(title, int(min(500, max(160, 60 + n * 3))), x_range, n, "runqueue")
         rq_img = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
         rq.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=rq_img)
-        rq_legend = Div(text=(_legend(model.layer("runqueue").colors) if model.rq_ready else
-                              f"<i id='rq-pending'>Deriving run-queue sizes from {data.n:,} events; "
+        rq_legend = Div(text=(_legend(model.colors("runqueue")) if model.rq_ready else
+                              f"<i id='rq-pending'>Deriving run-queue sizes from {model.n_events:,} events; "
                               f"this panel and the load lines fill in when they are ready.</i>"),
                         width=WIDTH, name="runqueue_legend")
         panels += [rq, rq_legend]
     else:
-        panels.append(Div(text="<i>Run-queue size: the trace has no RQ_SIZE events and no context switches "
-                               "to derive them from.</i>", width=WIDTH))
+        why = ("the trace has no RQ_SIZE events and no context switches to derive them from" if model.lod is None
+               else "the trace has no RQ_SIZE events, and this large trace's are not derived from its switches")
+        panels.append(Div(text=f"<i>Run-queue size: {why}.</i>", width=WIDTH))
     # Under- and overload over time.
     load = _fig("Load: CPUs over time", 200, x_range, n + 1, "load", ylabel="CPUs")
     load.y_range = Range1d(0, n + 0.5)
@@ -275,13 +386,13 @@ def make_document(doc, model: Model):
     panels.append(load)
     # Nest membership and S_move timers.
     extra = []
-    for vname, cond, title in (("nest", "NEST_CHANGE", "Nest membership"), ("smove", "MOVE_TIMER_ARMED", "S_move timers")):
+    for vname, cond, title in CPU_PANELS:
         if model.has[cond]:
             f = _fig(title, int(min(400, max(140, 60 + n * 2))), x_range, n, vname)
             src = ColumnDataSource({"image": [np.zeros((1, 1), np.uint32)], "x": [0], "y": [-0.5], "dw": [1], "dh": [n]})
             f.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=src)
             extra.append((vname, src))
-            panels += [f, Div(text=_legend(model.layer(vname).colors), width=WIDTH)]
+            panels += [f, Div(text=_legend(model.colors(vname)), width=WIDTH)]
     # Events by type.
     types = model.event_types
     evf = _fig("Events by type (every event counted)", int(max(160, 40 + 16 * len(types))), x_range, len(types),
@@ -311,10 +422,56 @@ def make_document(doc, model: Model):
     def refresh():
         state["pending"] = False
         x0 = max(0.0, float(x_range.start)) * render.MS
-        x1 = min(float(data.end), float(x_range.end) * render.MS)
+        x1 = min(float(model.end), float(x_range.end) * render.MS)
         if x1 <= x0:
             x1 = x0 + 1
         t = time.perf_counter()
+        src = model.source(x0, x1)
+        if src is None:
+            summary(x0, x1, t)
+        else:
+            exact_or_raster(src, x0, x1, t)
+        t_from.value, t_to.value = f"{x0 / render.MS:.3f}", f"{x1 / render.MS:.3f}"
+
+    def summary(x0, x1, t):
+        """The window drawn from the level-of-detail summary: time per
+        category in each bin, one image column a bin."""
+        L = model.lod
+        spec = model.view_specs["freq"]
+        img, x, dw = L.time_image(lod.FREQ_COLS, [c.color for c in spec.categories], x0, x1, PLOT_W)
+        geom = {"x": [x / render.MS], "y": [-0.5], "dw": [dw / render.MS]}
+        img_src.data = {"image": [img], **geom, "dh": [n]}
+        seg_src.data = {k: [] for k in seg_src.data}
+        ev_src.data = {k: [] for k in ev_src.data}
+        note = "" if colour.value == "freq" else f" (the summary has no {html.escape(colour.value)} colours: zoom in)"
+        legend.text = _legend(spec.colors()) + note
+        if rq_img is not None:
+            rspec = model.view_specs.get("runqueue") or views.load("runqueue")
+            img, x, dw = L.time_image(lod.RQ_COLS, [c.color for c in rspec.categories], x0, x1, PLOT_W)
+            rq_img.data = {"image": [img], "x": [x / render.MS], "y": [-0.5], "dw": [dw / render.MS], "dh": [n]}
+        for vname, esrc in extra:
+            # The summary has idle states; nest and S_move appear when zoomed in.
+            img = np.zeros((1, 1), np.uint32)
+            if vname == "idle":
+                ispec = model.view_specs.get("idle") or views.load("idle")
+                img = L.time_image(lod.IDLE_STATE_COLS, [c.color for c in ispec.categories], x0, x1, PLOT_W)[0]
+            esrc.data = {"image": [img], **geom, "dh": [n]}
+        ts, busy, over = L.load(x0, x1, LOAD_BINS)
+        load_src.data = {"t": ts / render.MS, "busy": busy, "over": over if rq_img is not None else busy * 0,
+                         "under": np.zeros(len(ts))}
+        kinds = [model.trace.event_id(tn) for tn in types]
+        img, x, dw = L.counts_image(kinds, x0, x1, PLOT_W)
+        ev_img.data = {"image": [img], "x": [x / render.MS], "y": [-0.5], "dw": [dw / render.MS], "dh": [len(types)]}
+        li = L.level_for(x0, x1, PLOT_W)
+        ms = (time.perf_counter() - t) * 1e3
+        status.text = (f"<span id='mode'>summary</span>: window {x0 / render.MS:.3f}-{x1 / render.MS:.3f} ms; "
+                       f"{L.events_in(x0, x1):,} events, drawn from the level-of-detail summary "
+                       f"(bins of {L.levels[li][0] / 1e3:,.1f} us; zoom in to a window of at most "
+                       f"{model.window_events:,} events for exact segments); "
+                       f"rendered in <span id='render-ms'>{ms:.0f}</span> ms")
+
+    def exact_or_raster(model, x0, x1, t):
+        data = model.data
         layer = model.layer(colour.value)
         count = render.count_in_window(layer, x0, x1)
         exact = count <= render.EXACT_MAX
@@ -357,7 +514,6 @@ def make_document(doc, model: Model):
         mode = f"exact: {count:,} segments with hover, {marks_note}" if exact else f"raster: {count:,} segments"
         status.text = (f"<span id='mode'>{'exact' if exact else 'raster'}</span>: window {x0 / render.MS:.3f}-"
                        f"{x1 / render.MS:.3f} ms; {mode}; rendered in <span id='render-ms'>{ms:.0f}</span> ms")
-        t_from.value, t_to.value = f"{x0 / render.MS:.3f}", f"{x1 / render.MS:.3f}"
 
     def schedule(attr, old, new):
         if not state["pending"]:
@@ -392,9 +548,12 @@ def make_document(doc, model: Model):
         if model.rq_error is not None:
             rq_legend.text = f"<i style='color:#b00020'>Run-queue sizes: {html.escape(model.rq_error)}</i>"
             return
-        rq_legend.text = _legend(model.layer("runqueue").colors)
+        rq_legend.text = _legend(model.colors("runqueue"))
         refresh()
 
+    if model.lod is not None:
+        # Once this page has reached the browser, as below.
+        doc.add_timeout_callback(model.start_process_table, 1000)
     if rq_legend is not None and not model.rq_ready:
         # Once this page has reached the browser (the thread competes with
         # serving it); the callback comes on the deriving thread, so the
@@ -409,6 +568,23 @@ def _legend(colors: dict) -> str:
                     f"width:11px;height:11px;background:{c};border:1px solid #777;margin-right:4px'></span>"
                     f"{html.escape(l)}</span>" for l, c in colors.items())
     return f"<div style='font-size:9pt'>{items}</div>"
+
+
+# The BokehJS bundles the page uses: its widgets, but no MathJax (1.8 MB; no
+# label is LaTeX), no WebGL (the figures draw on a canvas) and no tables.
+PAGE_BUNDLES = ["bokeh", "bokeh-widgets"]
+
+
+def _trim_resources(server):
+    """Serve pages that load only PAGE_BUNDLES: a Bokeh server page loads
+    every bundle, not knowing in advance what its documents use."""
+    app = server._tornado
+    full = app.resources
+
+    def resources(absolute_url=None):
+        return full(absolute_url).clone(components=list(PAGE_BUNDLES))
+
+    app.resources = resources
 
 
 def _port_free(port: int) -> bool:
@@ -456,6 +632,7 @@ def serve(path: str, port: int, view: str = "freq") -> int:
         alt = _suggest(port)
         print(f"warmcore: port {port} on 127.0.0.1: {e.strerror}{f': try --port {alt}' if alt else ''}", file=sys.stderr)
         return 1
+    _trim_resources(server)
     server.start()
     print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     try:

@@ -23,7 +23,11 @@ class TraceData:
     events in time order), plus what derived columns need: the process
     table and every CPU's frequency changes. Times are ns from the first event."""
 
-    def __init__(self, trace, start: Optional[int] = None, end: Optional[int] = None):
+    def __init__(self, trace, start: Optional[int] = None, end: Optional[int] = None, extra: Optional[dict] = None):
+        """The events of [start, end) (ns from the first event; all if
+        None). `extra`: columns of events (ts relative) before and after the
+        window, put in (cpu, ts) order among its events: what a window read
+        alone does not know (lod.Lod.context)."""
         self.trace = trace
         self.t0 = trace.start_ns
         span = trace.span() or (0, 0)
@@ -35,6 +39,11 @@ class TraceData:
         b = trace.read(start=start, end=end)
         cols = {n: b.column(n).to_numpy() for n in b.schema.names}
         cols["ts"] = (cols["ts"] - np.uint64(self.t0)).view(np.int64)
+        if extra is not None and len(extra["ts"]):
+            # A stable sort: events of one time keep their order.
+            both = {k: np.concatenate([np.asarray(extra[k]).astype(v.dtype), v]) for k, v in cols.items()}
+            o = np.lexsort((both["ts"], both["cpu"]))
+            cols = {k: v[o] for k, v in both.items()}
         self.cols = cols
         self.n = len(cols["ts"])
         # How many events of each id (index): what the trace has, counted once.
@@ -98,6 +107,10 @@ class TraceData:
         """(pids sorted, comm codes, comm names): a task forked and never
         exec'd carries its parent's comm, as in Linux."""
         if self._procs is None:
+            # Kept on the trace too: the windows of a large trace, each its own
+            # TraceData, share the whole trace's table.
+            self._procs = getattr(self.trace, "_procs", None)
+        if self._procs is None:
             pt = self.trace._t.process_table()
             pids = pt.column("pid").to_numpy()
             ppids = pt.column("ppid").to_numpy()
@@ -114,22 +127,31 @@ class TraceData:
                     if not e.any():
                         break
                     codes[e] = codes[pidx[e]]
-            self._procs = (pids, codes, names)
+            self._procs = self.trace._procs = (pids, codes, names)
         return self._procs
 
     def execs(self):
-        """(pid, ts, comm code) of EXEC events in (pid, ts) order, and the names."""
+        """(pid, ts, comm code) of EXEC events in (pid, ts) order, and the names:
+        the whole trace's once `whole_trace_execs` has read them (a window's
+        events miss the EXECs before it), this data's otherwise."""
+        whole = getattr(self.trace, "_execs", None)
+        if whole is not None:
+            return whole
         if self._execs is None:
-            c = self.cols
-            eid = self.trace.event_id("EXEC")
-            m = c["id"] == (eid if eid is not None else 0xFFFFFFFF)
-            pid, ts = c["pid"][m], c["ts"][m]
-            raw = np.stack([c["a"][m], c["b"][m]], axis=1).astype("<u4").view(np.uint8).reshape(-1, 8)
-            strs = [bytes(r).split(b"\0")[0].decode("utf-8", "replace") for r in raw]
-            cat = pd.Categorical(strs)
-            o = np.lexsort((ts, pid))
-            self._execs = (pid[o], ts[o], cat.codes[o].astype(np.int32), list(cat.categories))
+            self._execs = exec_table(self.cols, self.trace.event_id("EXEC"))
         return self._execs
+
+    @staticmethod
+    def whole_trace_execs(trace):
+        """Read every EXEC of `trace` (a pass over the whole file, keeping
+        only those) and keep them on it, for the windows of a large trace."""
+        eid = trace.event_id("EXEC")
+        if eid is None:
+            return
+        b = trace.read(events=["EXEC"])
+        cols = {n: b.column(n).to_numpy() for n in b.schema.names}
+        cols["ts"] = (cols["ts"] - np.uint64(trace.start_ns)).view(np.int64)
+        trace._execs = exec_table(cols, eid)
 
     def comm_of(self, pids: np.ndarray, ts: Optional[np.ndarray] = None) -> pd.Categorical:
         """Each row's task name: with `ts`, the name from the pid's last EXEC at
@@ -203,3 +225,16 @@ class TraceData:
         ok = (i >= 0) & (fcpu[np.maximum(i, 0)] == cpu)
         out[ok] = fkhz[i[ok]]
         return out
+
+
+def exec_table(c: dict, eid: Optional[int]):
+    """(pid, ts, comm code) of the EXEC events among columns `c`, in (pid, ts)
+    order, and the comm names."""
+    m = c["id"] == (eid if eid is not None else 0xFFFFFFFF)
+    pid, ts = c["pid"][m], c["ts"][m]
+    raw = np.stack([c["a"][m], c["b"][m]], axis=1).astype("<u4").view("S8").ravel()
+    # Decoded once per distinct name, not per event (a build has millions).
+    uniq, codes = np.unique(raw, return_inverse=True)
+    names = [bytes(u).split(b"\0")[0].decode("utf-8", "replace") for u in uniq]
+    o = np.lexsort((ts, pid))
+    return pid[o], ts[o], codes.reshape(-1)[o].astype(np.int32), names

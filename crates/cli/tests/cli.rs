@@ -92,6 +92,32 @@ fn dump_filters_and_names_bad_arguments() {
 }
 
 #[test]
+fn trace_lod_builds_keeps_and_rebuilds_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.wct");
+    let f = f.to_str().unwrap();
+    assert!(warmcore(&["trace", "synth", "-o", f, "--events", "5000", "--cpus", "4"]).status.success());
+    let lod = format!("{f}.lod");
+    let out = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let o = warmcore(&["trace", "lod", f]);
+    assert!(o.status.success() && out(&o).contains("built") && out(&o).contains("5000 on 4 CPUs"), "{}", stderr(&o));
+    assert!(out(&warmcore(&["trace", "lod", f])).contains("current, kept"));
+    // A truncated summary is rebuilt, saying why.
+    let bytes = std::fs::read(&lod).unwrap();
+    std::fs::write(&lod, &bytes[..bytes.len() / 2]).unwrap();
+    let o = warmcore(&["trace", "lod", f]);
+    assert!(out(&o).contains("built") && out(&o).contains("truncated"), "{}", out(&o));
+    assert_eq!(std::fs::read(&lod).unwrap().len(), bytes.len());
+    // Not a trace: one line, exit 1.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not events\n").unwrap();
+    let o = warmcore(&["trace", "lod", notes.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(!dir.path().join("notes.txt.lod").exists());
+}
+
+#[test]
 fn bad_options_give_one_line_naming_the_help_to_read() {
     for (args, want, help) in [
         (&["sim", "--polcy", "x"][..], "similar argument exists: '--policy'", "warmcore sim --help"),

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::{DataType, Field, Schema};
 use pyo3::create_exception;
@@ -365,6 +365,45 @@ impl PyTrace {
             })
             .map_err(trace_err)?;
         cols.into_batch().to_pyarrow(py)
+    }
+
+    /// The level-of-detail summary (warmcore_trace::lod): read from FILE.lod
+    /// beside the trace when current, built (in parallel, releasing the GIL)
+    /// and saved otherwise. A dict: `meta` (the side file's JSON), `origin`
+    /// ("read", or why it was built), `levels` (finest first: width, bins,
+    /// `time` u64 and `counts` u32 as flat pyarrow arrays in (cpu, bin,
+    /// column) order) and the finest level's `state` (u64, likewise).
+    /// With `progress`, building says on stderr how many CPUs are done.
+    #[pyo3(signature = (progress=false))]
+    fn lod<'py>(&self, py: Python<'py>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
+        use warmcore_trace::lod::{self, Origin};
+        let say = |done: usize, of: usize| {
+            if progress && (done % 8 == 0 || done == of) {
+                eprint!("\rwarmcore: building the level-of-detail summary: {done}/{of} CPUs{}", if done == of { "\n" } else { "" });
+            }
+        };
+        let (l, origin) = py.detach(|| lod::open_or_build_with(&self.inner, &say)).map_err(trace_err)?;
+        let out = PyDict::new(py);
+        out.set_item("meta", json_to_py(py, &l.meta)?)?;
+        out.set_item("origin", match origin {
+            Origin::Read => "read".to_string(),
+            Origin::Built(why) => format!("built ({why})"),
+            Origin::BuiltNotSaved(why, e) => format!("built ({why}), not saved: {e}"),
+        })?;
+        let levels = PyList::empty(py);
+        for lv in l.levels {
+            let d = PyDict::new(py);
+            d.set_item("width", lv.width)?;
+            d.set_item("bins", lv.bins)?;
+            d.set_item("time", UInt64Array::from(lv.time).to_data().to_pyarrow(py)?)?;
+            d.set_item("counts", UInt32Array::from(lv.counts).to_data().to_pyarrow(py)?)?;
+            levels.append(d)?;
+        }
+        out.set_item("levels", levels)?;
+        out.set_item("state", UInt64Array::from(l.state).to_data().to_pyarrow(py)?)?;
+        out.set_item("time_columns", lod::TIME_COLUMNS.to_vec())?;
+        out.set_item("kinds", lod::KINDS)?;
+        Ok(out)
     }
 
     fn __repr__(&self) -> String {

@@ -8,6 +8,7 @@ pub mod event;
 pub mod export;
 pub mod format;
 pub mod import;
+pub mod lod;
 pub mod meta;
 pub mod reader;
 pub mod synth;

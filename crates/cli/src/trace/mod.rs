@@ -14,6 +14,7 @@ mod dump;
 mod import;
 mod export;
 mod info;
+mod lod;
 mod stats;
 
 #[derive(Subcommand)]
@@ -79,6 +80,17 @@ pub enum TraceCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Build the level-of-detail summary that `warmcore view` draws large
+    /// traces from (FILE.lod beside the trace): per CPU and time bin, busy
+    /// time by frequency band, idle time by idle state, time by run-queue
+    /// size and event counts. A current summary is kept; a stale one rebuilt.
+    Lod {
+        /// The .wct trace.
+        file: PathBuf,
+        /// Rebuild even if the summary beside the trace is current.
+        #[arg(long)]
+        force: bool,
+    },
     /// Convert another tool's trace (perf script, trace-cmd report, SchedLog dump) to .wct.
     Import {
         /// The tool that made the input.
@@ -128,6 +140,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
         TraceCmd::Chains { file, pid, json } => chains::run(&open(&file)?, pid, json),
+        TraceCmd::Lod { file, force } => lod::run(&open(&file)?, force),
         TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
         TraceCmd::Export { file, perfetto, parquet, from, to } => {
             if perfetto.is_none() && parquet.is_none() {
