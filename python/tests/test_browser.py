@@ -66,6 +66,22 @@ return [r.left + v.frame.x_scale.compute(arguments[1]), r.top + v.frame.y_scale.
                             name, x_ms, y)
 
 
+def zoom_to(d, w0, w1):
+    """Type the window into From/To and press Go, as a person would; the
+    pointer stays on Go, whose centre this returns."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    d.execute_script("""
+const doc = Bokeh.documents[0];
+doc.get_model_by_name('from').value = String(arguments[0]);
+doc.get_model_by_name('to').value = String(arguments[1]);""", w0, w1)
+    gx, gy = d.execute_script("""
+const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('go'));
+const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
+    ActionChains(d).move_by_offset(int(gx), int(gy)).click().perform()
+    return gx, gy
+
+
 def hex_rgb(h):
     return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
 
@@ -99,15 +115,7 @@ def test_timeline_zoom_and_hover(server, browser, synth_trace):
     dist = np.abs(area[:, None, :] - bands[None, :, :]).sum(axis=2).min(axis=1)
     assert (dist < 90).mean() > 0.4, (dist < 90).mean()
 
-    # Zoom: type the window into From/To and press Go, as a person would.
-    d.execute_script("""
-const doc = Bokeh.documents[0];
-doc.get_model_by_name('from').value = String(arguments[0]);
-doc.get_model_by_name('to').value = String(arguments[1]);""", w0, w1)
-    gx, gy = d.execute_script("""
-const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('go'));
-const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
-    ActionChains(d).move_by_offset(int(gx), int(gy)).click().perform()
+    gx, gy = zoom_to(d, w0, w1)
     text = wait_text(d, lambda s: "exact:" in s and f"{w0:.3f}" in s)
     assert "segments with hover" in text
 
@@ -204,14 +212,7 @@ def test_hover_names_the_waker_and_a_click_follows_the_chain(server, browser, tm
     d = browser
     d.get(server(trace))
     wait_text(d, lambda s: "rendered in" in s and "Follow chain" in s)
-    d.execute_script("""
-const doc = Bokeh.documents[0];
-doc.get_model_by_name('from').value = String(arguments[0]);
-doc.get_model_by_name('to').value = String(arguments[1]);""", w0, w1)
-    gx, gy = d.execute_script("""
-const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('go'));
-const r = v.el.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2];""")
-    ActionChains(d).move_by_offset(int(gx), int(gy)).click().perform()
+    gx, gy = zoom_to(d, w0, w1)
     wait_text(d, lambda s: "exact:" in s and f"{w0:.3f}" in s)
 
     # Hover the child's first segment: its waker, the shell, on its CPU.
