@@ -145,3 +145,16 @@ def test_a_stale_truncated_or_foreign_summary_is_rebuilt(tmp_path):
     os.replace(str(b) + ".lod", side)
     assert "stale" in lod.Lod(warmcore.open(a)).origin
     assert lod.Lod(warmcore.open(a)).origin == "read"
+
+
+def test_the_summary_keeps_every_exec(tmp_path):
+    """The EXECs that name a window's tasks come from the summary: the same as
+    a pass over the file finds."""
+    path = random_trace(tmp_path / "r.wct", 7)
+    rows = []
+    for use_lod in (False, True):
+        t = warmcore.open(path)
+        V.TraceData.whole_trace_execs(t, lod.Lod(t) if use_lod else None)
+        pid, ts, codes, names = t._execs
+        rows.append(sorted(zip(pid.tolist(), ts.tolist(), (names[c] for c in codes))))
+    assert len(rows[0]) > 10 and rows[0] == rows[1]

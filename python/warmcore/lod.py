@@ -42,6 +42,8 @@ class Lod:
                                 lv["counts"].to_numpy().reshape(n, bins, self.kinds)))
         self.width, self.bins = self.levels[0][0], self.levels[0][1]
         self.state = d["state"].to_numpy().reshape(n, self.bins, NS)
+        # Every EXEC: pid, ns, the comm's two words as one.
+        self.execs = d["execs"].to_numpy().reshape(-1, 3)
         # Events of each kind, and per finest bin (all CPUs), for counting a window.
         self.kind_counts = self.levels[-1][3].sum(axis=(0, 1), dtype=np.int64)
         self._bin_events = np.cumsum(np.r_[0, self.levels[0][3].sum(axis=(0, 2), dtype=np.int64)])

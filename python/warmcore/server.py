@@ -164,9 +164,10 @@ class Model:
 
     def start_process_table(self):
         """Decode the whole trace's process table and read its EXECs on a
-        thread (at most once), for the hover names of exact windows: 2.4 s
-        for a build's 2.8 M processes, which the first zoom in would wait
-        for otherwise, and the names a task took before the window."""
+        thread (at most once), for the hover names of exact windows: seconds
+        for millions of processes, which the first zoom in would wait for
+        otherwise; the EXECs, the names a task took before the window, come
+        from the summary."""
         with self.lock:
             if self.lod is None or getattr(self, "_procs_thread", None) is not None:
                 return
@@ -174,7 +175,7 @@ class Model:
 
             def work():
                 views.TraceData.processes(table)
-                views.TraceData.whole_trace_execs(self.trace)
+                views.TraceData.whole_trace_execs(self.trace, self.lod)
 
             self._procs_thread = threading.Thread(target=work, daemon=True)
             self._procs_thread.start()

@@ -114,9 +114,11 @@ class TraceData:
             pt = self.trace._t.process_table()
             pids = pt.column("pid").to_numpy()
             ppids = pt.column("ppid").to_numpy()
-            comm = pd.Categorical(pt.column("comm").to_numpy(zero_copy_only=False))
-            names = list(comm.categories)
-            codes = comm.codes.astype(np.int32)
+            # Encoded in Arrow: one Python string per distinct name, not per
+            # process (millions in a long trace).
+            comm = pt.column("comm").dictionary_encode()
+            names = comm.dictionary.to_pylist()
+            codes = comm.indices.to_numpy().astype(np.int32)
             if "" in names:
                 empty = names.index("")
                 pidx = np.searchsorted(pids, ppids)
@@ -142,14 +144,20 @@ class TraceData:
         return self._execs
 
     @staticmethod
-    def whole_trace_execs(trace):
-        """Read every EXEC of `trace` (a pass over the whole file, keeping
-        only those) and keep them on it, for the windows of a large trace."""
+    def whole_trace_execs(trace, lod=None):
+        """Every EXEC of `trace`, kept on it for the windows of a large trace:
+        from its level-of-detail summary `lod`, which keeps them, or else by a
+        pass over the whole file."""
         eid = trace.event_id("EXEC")
         if eid is None:
             return
-        b = trace.read(events=["EXEC"])
-        cols = {n: b.column(n).to_numpy() for n in b.schema.names}
+        if lod is not None:
+            x = lod.execs
+            cols = {"id": np.full(len(x), eid, dtype=np.uint32), "pid": x[:, 0].astype(np.uint32), "ts": x[:, 1],
+                    "a": (x[:, 2] & 0xFFFFFFFF).astype(np.uint32), "b": (x[:, 2] >> 32).astype(np.uint32)}
+        else:
+            b = trace.read(events=["EXEC"])
+            cols = {n: b.column(n).to_numpy() for n in b.schema.names}
         cols["ts"] = (cols["ts"] - np.uint64(trace.start_ns)).view(np.int64)
         trace._execs = exec_table(cols, eid)
 

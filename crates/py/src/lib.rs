@@ -372,7 +372,8 @@ impl PyTrace {
     /// and saved otherwise. A dict: `meta` (the side file's JSON), `origin`
     /// ("read", or why it was built), `levels` (finest first: width, bins,
     /// `time` u64 and `counts` u32 as flat pyarrow arrays in (cpu, bin,
-    /// column) order) and the finest level's `state` (u64, likewise).
+    /// column) order), the finest level's `state` (u64, likewise) and
+    /// `execs` (u64 triples: pid, ns, the EXEC's comm words as `a | b << 32`).
     /// With `progress`, building says on stderr how many CPUs are done.
     #[pyo3(signature = (progress=false))]
     fn lod<'py>(&self, py: Python<'py>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
@@ -401,6 +402,7 @@ impl PyTrace {
         }
         out.set_item("levels", levels)?;
         out.set_item("state", UInt64Array::from(l.state).to_data().to_pyarrow(py)?)?;
+        out.set_item("execs", UInt64Array::from(l.execs).to_data().to_pyarrow(py)?)?;
         out.set_item("time_columns", lod::TIME_COLUMNS.to_vec())?;
         out.set_item("kinds", lod::KINDS)?;
         Ok(out)

@@ -6,7 +6,9 @@
 //! (the `runqueue` view's classes), and event counts by kind. The finest
 //! level also keeps each CPU's state at every bin's start (the running task,
 //! its segment's start and frequency, the frequency, nr_running), so that a
-//! reader of a window's events knows what the window began with.
+//! reader of a window's events knows what the window began with. And it
+//! keeps every EXEC (pid, time, name), so that a window's tasks are named as
+//! they were at the time without reading the whole trace again.
 //!
 //! Every figure is what the viewer's exact segments give when their time is
 //! summed into the bins: a running segment goes from one CTX_SWITCH to the
@@ -27,7 +29,8 @@
 //! magic "WCTLOD\0\0", version u32, JSON length u32, JSON (`LodMeta`),
 //! then one zstd frame an array: for each level its `time` (u64) then
 //! `counts` (u32), then the finest level's `state` (u64), all little-endian,
-//! in (cpu, bin, column) order.
+//! in (cpu, bin, column) order, then the EXECs (u64 triples: pid, ns, the
+//! event's two comm words as one u64) in CPU order, each CPU's in time order.
 //! ```
 
 use std::io::Write;
@@ -40,7 +43,7 @@ use crate::event::ids;
 use crate::reader::{Trace, Window};
 
 pub const MAGIC: [u8; 8] = *b"WCTLOD\0\0";
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Bins of the finest level across the trace's span.
 pub const FINE_BINS: u32 = 8192;
 /// Each level's bins are this many of the level below.
@@ -94,6 +97,8 @@ pub struct LodMeta {
     /// [1], above base below [2].
     pub bands: [f64; 3],
     pub events: u64,
+    /// EXEC events kept (`Lod::execs` holds three words each).
+    pub execs: u64,
     pub body_len: u64,
     pub body_crc: u32,
     /// The body's zstd frames' lengths, one an array (decompressed in parallel).
@@ -116,6 +121,8 @@ pub struct Lod {
     pub levels: Vec<Level>,
     /// (cpu, fine bin, NS).
     pub state: Vec<u64>,
+    /// (pid, ns, comm) of every EXEC; comm is the event's `a | b << 32`.
+    pub execs: Vec<u64>,
 }
 
 /// Where a trace's summary is kept.
@@ -178,6 +185,7 @@ struct Ids {
     rq: u32,
     idle_enter: u32,
     idle_exit: u32,
+    exec: u32,
 }
 
 /// One CPU's finest-level arrays.
@@ -190,6 +198,7 @@ struct CpuAcc<'a> {
     state: &'a mut [u64],
     /// Bins whose start state is written.
     filled: usize,
+    execs: Vec<u64>,
 }
 
 impl CpuAcc<'_> {
@@ -255,6 +264,9 @@ fn build_cpu(t: &Trace, cpu: u32, end: u64, ids: &Ids, bands: &[f64; 3], acc: &m
         let k = acc.bin(ev.ts);
         acc.counts[k * KINDS + if (ev.id as usize) < KINDS { ev.id as usize } else { 0 }] += 1;
         let id = ev.id;
+        if id == ids.exec {
+            acc.execs.extend([ev.pid as u64, ev.ts, ev.a() as u64 | (ev.b() as u64) << 32]);
+        }
         if id == ids.switch {
             if let Some(s) = seg {
                 close_seg(acc, &s, khz, ev.ts);
@@ -334,22 +346,26 @@ pub fn build_with(t: &Trace, trace: Ident, progress: &(dyn Fn(usize, usize) + Sy
         rq: id(ids::RQ_SIZE),
         idle_enter: id(ids::IDLE_ENTER),
         idle_exit: id(ids::IDLE_EXIT),
+        exec: id(ids::EXEC),
     };
     let bands = bands(t);
     let mut time = vec![0u64; ncpu * bins * NT];
     let mut counts = vec![0u32; ncpu * bins * KINDS];
     let mut state = vec![NONE; ncpu * bins * NS];
     let done = std::sync::atomic::AtomicUsize::new(0);
-    time.par_chunks_mut(bins * NT)
+    let execs: Vec<Vec<u64>> = time
+        .par_chunks_mut(bins * NT)
         .zip(counts.par_chunks_mut(bins * KINDS))
         .zip(state.par_chunks_mut(bins * NS))
         .enumerate()
-        .try_for_each(|(cpu, ((time, counts), state))| {
-            let mut acc = CpuAcc { t0, width, bins, time, counts, state, filled: 0 };
+        .map(|(cpu, ((time, counts), state))| {
+            let mut acc = CpuAcc { t0, width, bins, time, counts, state, filled: 0, execs: Vec::new() };
             build_cpu(t, cpu as u32, last, &ids, &bands, &mut acc)?;
             progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, ncpu);
-            Ok(())
-        })?;
+            Ok(acc.execs)
+        })
+        .collect::<Result<_>>()?;
+    let execs = execs.concat();
     let mut levels = vec![Level { width, bins: FINE_BINS, time, counts }];
     for l in 1..LEVELS {
         let f = FACTOR as usize;
@@ -373,11 +389,12 @@ pub fn build_with(t: &Trace, trace: Ident, progress: &(dyn Fn(usize, usize) + Sy
         factor: FACTOR,
         bands,
         events: t.event_count(),
+        execs: execs.len() as u64 / 3,
         body_len: 0,
         body_crc: 0,
         frames: Vec::new(),
     };
-    Ok(Lod { meta, levels, state })
+    Ok(Lod { meta, levels, state, execs })
 }
 
 impl Lod {
@@ -391,6 +408,7 @@ impl Lod {
             arrays.push(bytemuck::cast_slice(&l.counts));
         }
         arrays.push(bytemuck::cast_slice(&self.state));
+        arrays.push(bytemuck::cast_slice(&self.execs));
         // Mostly zeros: level 1 compresses them at hundreds of MB/s.
         let frames = arrays.par_iter().map(|a| zstd::bulk::compress(a, 1)).collect::<std::io::Result<Vec<_>>>()
             .map_err(|e| TraceError::io(&p, e))?;
@@ -442,6 +460,7 @@ impl Lod {
         let (ncpu, f) = (meta.nr_cpus as usize, meta.factor.max(1) as usize);
         if meta.bins != FINE_BINS || meta.levels as usize != LEVELS || f != FACTOR as usize || meta.nr_cpus != nr_cpus
             || meta.width == 0
+            || meta.execs > meta.events
         {
             return Err(err(format!("expected this version's bins and levels, for the trace's {nr_cpus} CPUs")));
         }
@@ -455,12 +474,14 @@ impl Lod {
             bins = bins.div_ceil(f);
         }
         let mut state = vec![0u64; ncpu * meta.bins as usize * NS];
+        let mut execs = vec![0u64; meta.execs as usize * 3];
         let mut dests: Vec<&mut [u8]> = Vec::new();
         for l in &mut levels {
             dests.push(bytemuck::cast_slice_mut(&mut l.time));
             dests.push(bytemuck::cast_slice_mut(&mut l.counts));
         }
         dests.push(bytemuck::cast_slice_mut(&mut state));
+        dests.push(bytemuck::cast_slice_mut(&mut execs));
         if meta.frames.len() != dests.len() || meta.frames.iter().sum::<u64>() != body.len() as u64 {
             return Err(err(format!("expected {} zstd frames filling the body", dests.len())));
         }
@@ -479,7 +500,7 @@ impl Lod {
             }
             Ok(())
         })?;
-        Ok(Lod { meta, levels, state })
+        Ok(Lod { meta, levels, state, execs })
     }
 }
 
@@ -531,8 +552,8 @@ mod tests {
         crate::synth::synth_machine(cpus)
     }
 
-    /// A random trace of switches, frequency changes, ticks, run-queue sizes
-    /// and idle states on a few CPUs, with ties in time.
+    /// A random trace of switches, frequency changes, ticks, run-queue sizes,
+    /// EXECs and idle states on a few CPUs, with ties in time.
     fn random_trace(dir: &Path, seed: u64) -> (PathBuf, Vec<Vec<Event>>) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let cpus = rng.random_range(1..5u32);
@@ -550,11 +571,12 @@ mod tests {
             let mut ts = start + rng.random_range(0..50_000u64);
             for _ in 0..rng.random_range(0..1500) {
                 ts += if rng.random_bool(0.2) { 0 } else { rng.random_range(1..20_000) };
-                let e = match rng.random_range(0..6) {
+                let e = match rng.random_range(0..7) {
                     0 | 1 => Event::new(ts, 1, ids::CTX_SWITCH, if rng.random_bool(0.3) { 0 } else { rng.random_range(1..50) }, 0),
                     2 => Event::new(ts, 0, ids::FREQ_CHANGE, rng.random_range(0..3_200_000), 0),
                     3 => Event::new(ts, 0, ids::TICK, if rng.random_bool(0.3) { 0 } else { rng.random_range(1_000_000..3_200_000) }, 0),
                     4 => Event::new(ts, 0, ids::RQ_SIZE, rng.random_range(0..7), 0),
+                    5 => Event::with_comm(ts, rng.random_range(1..50), ids::EXEC, ["sh", "cc1", "a-long-name"][rng.random_range(0..3)]),
                     _ => Event::new(ts, 0, if rng.random_bool(0.5) { ids::IDLE_ENTER } else { ids::IDLE_EXIT }, rng.random_range(0..5), 0),
                 };
                 w.push(c as u32, e).unwrap();
@@ -637,6 +659,11 @@ mod tests {
                     assert_eq!(st[6], open.map_or(NONE, |i| evs[i].a() as u64));
                 }
             }
+            // Every EXEC, CPU by CPU, in time order, with its name's words.
+            let want: Vec<u64> = all.iter().flatten().filter(|e| e.id == ids::EXEC)
+                .flat_map(|e| [e.pid as u64, e.ts, e.a() as u64 | (e.b() as u64) << 32]).collect();
+            assert!(lod.execs == want, "seed {seed}: EXECs differ");
+            assert_eq!(lod.meta.execs as usize * 3, want.len());
             // Coarser levels are sums of the finer ones.
             for l in 1..LEVELS {
                 let s0: u64 = lod.levels[l - 1].time.iter().sum();
@@ -659,7 +686,8 @@ mod tests {
         assert!(side.exists());
         assert_eq!(open_or_build(&t).unwrap().1, Origin::Read);
         let again = Lod::read(&side, ident(&a).unwrap(), t.nr_cpus()).unwrap();
-        assert!(again.levels[0].time == lod.levels[0].time && again.state == lod.state);
+        assert!(again.levels[0].time == lod.levels[0].time && again.state == lod.state && again.execs == lod.execs);
+        assert!(!lod.execs.is_empty());
         // Another file's summary.
         let err = Lod::read(&side, ident(&b).unwrap(), t.nr_cpus()).err().unwrap();
         assert!(err.to_string().contains("stale"), "{err}");

@@ -327,6 +327,9 @@ impl Trace {
                         })
                         .or_insert(Process { pid: r.pid, ppid: r.ppid, comm, first_ns: r.first_ns, last_ns: r.last_ns });
                 }
+                // Read once: a long trace's records take as much room again
+                // as the table built from them.
+                self.release_range(start, len);
             }
             map
         })
@@ -383,10 +386,15 @@ impl Trace {
     /// is read-only and file-backed: a later read of the chunk faults the
     /// pages back in from the page cache or the file.
     fn release(&self, c: &ChunkRef) {
+        self.release_range(c.offset as usize, BLOCK_HEADER_SIZE + c.len as usize);
+    }
+
+    /// The pages wholly inside `len` bytes from `offset`, as `release`.
+    fn release_range(&self, offset: usize, len: usize) {
         const PAGE: usize = 4096;
         if let Bytes::Map(m) = &self.bytes {
-            let start = (c.offset as usize).next_multiple_of(PAGE);
-            let end = (c.offset as usize + BLOCK_HEADER_SIZE + c.len as usize) / PAGE * PAGE;
+            let start = offset.next_multiple_of(PAGE);
+            let end = (offset + len) / PAGE * PAGE;
             if end > start {
                 // SAFETY: DontNeed on a read-only, file-backed shared map loses
                 // nothing; the range lies inside the map.

@@ -21,6 +21,11 @@ use crate::writer::{Writer, WriterOptions};
 /// The tick period of the Linux configurations the papers use (4 ms, HZ=250).
 const TICK_NS: u64 = 4_000_000;
 
+/// Linux's pid_max at its largest on 64-bit machines (PID_MAX_LIMIT, 2^22).
+const PID_MAX_LIMIT: u32 = 1 << 22;
+/// The first pid a forked task gets (below it: the tasks that start alive).
+const FIRST_PID: u32 = 1000;
+
 #[derive(Clone, Debug)]
 pub struct SynthOptions {
     pub events: u64,
@@ -53,6 +58,17 @@ struct CpuState {
     freq_khz: u32,
 }
 
+/// The pid a fork gets: the first at or after `next` that no live task holds,
+/// wrapping at `pid_max` to FIRST_PID, as the kernel's cyclic allocator does;
+/// so a trace of any length names fewer than `pid_max` tasks.
+fn free_pid(next: u32, live: &[u32], pid_max: u32) -> u32 {
+    let mut pid = if next >= pid_max { FIRST_PID } else { next };
+    while live.contains(&pid) {
+        pid = if pid + 1 >= pid_max { FIRST_PID } else { pid + 1 };
+    }
+    pid
+}
+
 /// Write a synthetic trace of about `opts.events` events; returns the count.
 pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
     let machine = synth_machine(opts.cpus.max(1));
@@ -70,14 +86,14 @@ pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
     let mut cpus: Vec<CpuState> = (0..n)
         .map(|_| CpuState { now: 0, running: 0, next_tick: TICK_NS, freq_khz: machine.freq_min_khz })
         .collect();
-    let mut next_pid = 1000u32;
+    let mut next_pid = FIRST_PID;
     let mut live: Vec<u32> = (0..n * 2).map(|i| 100 + i).collect();
     // Forks outnumber exits, so the live set is capped (a fork past the cap
     // exits instead): the set stays small enough to search, which keeps the
     // rate of events constant however long the trace, while every event still
     // names a process (forks keep coming, so the process table grows with the
-    // trace: about 22 k processes per million events, ten times a kernel
-    // build's, which makes the viewer's process table a hard case).
+    // trace: about 22 k forks per million events, ten times a kernel build's,
+    // until pids wrap, which makes the viewer's process table a hard case).
     let live_cap = 8 * n as usize;
     for &pid in &live {
         w.note_process(pid, 1, &format!("task-{pid}"), 0);
@@ -122,8 +138,8 @@ pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
             let pid = live[rng.random_range(0..live.len())];
             w.push(c as u32, Event::new(now, pid, ids::MIGRATE, c as u32, to))?;
         } else if roll < 97 && prev != 0 && live.len() < live_cap {
-            let child = next_pid;
-            next_pid += 1;
+            let child = free_pid(next_pid, &live, PID_MAX_LIMIT);
+            next_pid = child + 1;
             w.push(c as u32, Event::new(now, child, ids::FORK, prev, 0))?;
             w.push(c as u32, Event::new(now, child, ids::WAKEUP_NEW, rng.random_range(0..n), prev))?;
             if rng.random_bool(0.5) {
@@ -146,6 +162,14 @@ pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
 mod tests {
     use super::*;
     use crate::{Trace, Window};
+
+    #[test]
+    fn pids_wrap_at_pid_max_and_skip_live_tasks() {
+        assert_eq!(free_pid(1005, &[1, 2], 2000), 1005);
+        assert_eq!(free_pid(1005, &[1005, 1006], 2000), 1007);
+        assert_eq!(free_pid(2000, &[], 2000), FIRST_PID);
+        assert_eq!(free_pid(1999, &[1999, FIRST_PID], 2000), FIRST_PID + 1);
+    }
 
     #[test]
     fn generates_a_consistent_trace() {
