@@ -119,7 +119,14 @@ fn parse_args() -> Cli {
 fn main() {
     let cli = parse_args();
     let r = match cli.cmd {
-        Cmd::Trace(c) => trace::run(c),
+        Cmd::Trace(c) => {
+            // The trace commands only read traces and print (`trace info |
+            // head`): a closed pipe ends them quietly, as it ends cat or perf
+            // script. Not the others: a recorder must finish its trace.
+            // SAFETY: restoring a signal's default action, before any thread.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            trace::run(c)
+        }
         Cmd::Record(a) => record::run(a),
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),

@@ -209,3 +209,27 @@ fn good_times_and_counts_are_taken() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
     assert!(j["wall_s"].as_f64().unwrap() >= 0.05, "{j}");
 }
+
+#[test]
+fn a_closed_pipe_ends_trace_commands_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.wct");
+    let f = f.to_str().unwrap();
+    assert!(warmcore(&["trace", "synth", "-o", f, "--events", "200000", "--cpus", "4"]).status.success());
+    // `warmcore trace dump FILE | head -1`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+        .args(["trace", "dump", f])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(!line.is_empty());
+    let o = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
