@@ -17,8 +17,9 @@ pub struct ReproduceArgs {
     /// (created if missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// One seed instead of ten, and smaller hackbench and schbench runs
-    /// (seconds instead of a minute or two).
+    /// Three seeds instead of ten, and smaller hackbench and schbench runs
+    /// (seconds instead of most of an hour, which hackbench at Nest's size
+    /// takes).
     #[arg(long)]
     pub quick: bool,
     /// Only these claims, comma-separated ids (1-9), e.g. --only 1,2.

@@ -524,7 +524,7 @@ fn plan_dedups_runs_and_merges_trace_requests() {
     // are shared with claim 1; beside each cell of a paper's policy, its
     // sched_ext twin (scx:NAME), never traced.
     let (scx, models): (Vec<_>, Vec<_>) = plan.iter().partition(|(r, _)| r.cell.policy.starts_with("scx:"));
-    assert_eq!(models.len(), 9);
+    assert_eq!(models.len(), 9 * s.seeds.len());
     for (r, _) in &models {
         let twin = r.cell.with_policy(&format!("scx:{}", r.cell.policy));
         let has = scx.iter().any(|(t, _)| t.cell == twin && !t.trace);
@@ -687,8 +687,8 @@ fn real_workloads_section_shows_the_runs_numbers() {
     });
     let rows = real::rows(&r);
     assert_eq!(rows.len(), 4);
-    // The claims' seeds: one quick, ten in full.
-    assert_eq!((real::runs(&Setup::new(true)).len(), real::runs(&Setup::new(false)).len()), (8, 80));
+    // The claims' seeds: three quick, ten in full.
+    assert_eq!((real::runs(&Setup::new(true)).len(), real::runs(&Setup::new(false)).len()), (24, 80));
     let md = real::section_md(&[], &rows);
     assert!(md.starts_with("\n## Real workloads\n"), "{md}");
     assert!(md.contains("2-CPU VM") && md.contains("schedutil"), "{md}");
