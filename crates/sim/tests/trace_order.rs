@@ -17,12 +17,6 @@ use warmcore_trace::{ids, Trace, Window};
 /// one task; a violation is a CPU without a running task while a CPU
 /// running one has more on its queue. Which task runs comes from
 /// CTX_SWITCH, how many are on a queue only from RQ_SIZE.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("warmcore-trace-order-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn from_rq_size(t: &Trace) -> (u64, u64) {
     let n = t.nr_cpus() as usize;
     let mut nr = vec![0u32; n];
@@ -66,7 +60,8 @@ fn from_rq_size(t: &Trace) -> (u64, u64) {
 
 #[test]
 fn analysis_agrees_with_the_engines_run_queues_for_every_policy() {
-    let dir = scratch("policies");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
     let cases = [
         ("xeon-gold-5218-2s", "configure", "schedutil"),
         ("xeon-gold-5218-2s", "hackbench:groups=2,loops=20", "schedutil"),
@@ -98,7 +93,6 @@ fn analysis_agrees_with_the_engines_run_queues_for_every_policy() {
     }
     assert_eq!(checked, 18);
     assert!(some_overload && some_violation, "the runs compare non-zero figures too");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A WAKEUP made on the waker's CPU and the CTX_SWITCH that runs the woken
@@ -106,7 +100,8 @@ fn analysis_agrees_with_the_engines_run_queues_for_every_policy() {
 /// the order the engine made them, whichever CPU number is lower.
 #[test]
 fn ties_come_back_in_the_order_they_happened() {
-    let path = scratch("ties").join("t.wct");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.wct");
     let mut cfg = RunConfig::new("xeon-gold-5218-2s", "configure", "nest", "schedutil", 1);
     cfg.trace = Some(path.clone());
     run(&cfg).unwrap();
