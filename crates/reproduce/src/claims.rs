@@ -31,9 +31,14 @@ pub struct Setup {
     /// The 2-socket machines of the Nest NAS and h2 results.
     pub two_socket: Vec<&'static str>,
     pub configure: String,
-    /// The kernel build's sequential phase before the parallel one: kbuild
-    /// with no compile jobs (Fewer Cores, More Hertz, section 4.4).
+    /// The kernel build's fork/wait chains alone: kbuild's steps before its
+    /// parallel phase, without the burst of parallel work between them
+    /// (Fewer Cores, More Hertz, section 2).
     pub kbuild_seq: String,
+    /// The kernel build's phase before the long parallel one, whose length
+    /// the paper gives: the chains and the burst between them (Fewer Cores,
+    /// More Hertz, section 4.4, Figure 7).
+    pub kbuild_pre: String,
     pub perl: String,
     pub mkl: String,
     /// The NAS barrier kernels (BT, CG, MG, UA and the like), class C.
@@ -72,7 +77,8 @@ impl Setup {
             nest_machines: vec![G6130, G5218, E7],
             two_socket: vec![G6130, G5218],
             configure: "configure".into(),
-            kbuild_seq: "kbuild:jobs=1,files=0,seq_post=0".into(),
+            kbuild_seq: "kbuild:burst=0,files=0,seq_post=0".into(),
+            kbuild_pre: "kbuild:files=0,seq_post=0".into(),
             perl: "perl-startup".into(),
             mkl: "mkl-dnn".into(),
             nas: "nas".into(),
@@ -152,8 +158,10 @@ pub fn short_machine(m: &str) -> &str {
 }
 
 pub fn short_workload(w: &str) -> &str {
-    if w.starts_with("kbuild:") && w.contains("files=0") {
+    if w.starts_with("kbuild:burst=0,files=0") {
         "kbuild seq."
+    } else if w.starts_with("kbuild:files=0") {
+        "kbuild pre."
     } else {
         w.split(':').next().unwrap_or(w)
     }
@@ -205,15 +213,15 @@ pub fn all_claims(s: &Setup) -> Vec<Claim> {
     let mut c2 = Vec::new();
     for p in ["cfs", "slocal", "smove"] {
         c2.push(Cell::new(E7, &s.perl, p, ps));
-        c2.push(Cell::new(E7, &s.kbuild_seq, p, ps));
+        c2.push(Cell::new(E7, &s.kbuild_pre, p, ps));
     }
     c2.push(Cell::new(E7, KBUILD_FULL, "cfs", ps));
     c2.push(Cell::new(E7, KBUILD_FULL, "smove", ps));
     v.push(Claim {
         id: 2,
         source: "Fewer Cores, More Hertz, sections 4.1 and 4.4, Figure 7",
-        claim: "S_move and S_local speed up fork/wait-heavy work: perl start-up and the kernel build's sequential phase before the parallel one.",
-        paper_value: "perl-benchmark startup: S_local +58 %, S_move +56 %; kbuild sequential phase 4.4 s (CFS) -> 2.9 s (S_move), -34 %",
+        claim: "S_move and S_local speed up fork/wait-heavy work: perl start-up and the kernel build's mostly sequential phase before the long parallel one.",
+        paper_value: "perl-benchmark startup: S_local +58 %, S_move +56 %; kbuild phase before the long parallel one 4.4 s (CFS) -> 2.9 s (S_move), -34 %",
         needs: vec!["slocal".into(), "smove".into()],
         runs: s.runs(&c2, is_freq_figure),
         check: check2,
@@ -406,7 +414,7 @@ fn identical_runs(r: &Results, a: &Cell, b: &Cell) -> bool {
 fn check2(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let (_, base) = crate::machine_freqs(E7)?;
     let perl = Cell::new(E7, &s.perl, "cfs", "powersave");
-    let kb = Cell::new(E7, &s.kbuild_seq, "cfs", "powersave");
+    let kb = Cell::new(E7, &s.kbuild_pre, "cfs", "powersave");
     let perl_local = r.improvement(&perl.with_policy("slocal"), "cfs")?;
     let perl_move = r.improvement(&perl.with_policy("smove"), "cfs")?;
     let kb_cfs = r.seconds(&kb)?;
@@ -414,7 +422,7 @@ fn check2(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let kb_local = r.seconds(&kb.with_policy("slocal"))?;
     let kb_gain = (kb_cfs - kb_move) / kb_cfs * 100.0;
     let sim_value = format!(
-        "perl-startup: S_local {}, S_move {}; kbuild sequential phase {:.3} s (CFS) -> {:.3} s (S_move, {}), {:.3} s (S_local)",
+        "perl-startup: S_local {}, S_move {}; kbuild phase before the parallel one {:.3} s (CFS) -> {:.3} s (S_move, {}), {:.3} s (S_local)",
         pct(perl_local),
         pct(perl_move),
         kb_cfs,
@@ -436,7 +444,7 @@ fn check2(r: &Results, s: &Setup) -> Result<Outcome, String> {
     ]);
     let mut diag = Vec::new();
     for p in ["cfs", "slocal", "smove"] {
-        for (n, c) in [("perl", &perl), ("kbuild seq.", &kb)] {
+        for (n, c) in [("perl", &perl), ("kbuild pre.", &kb)] {
             let c = c.with_policy(p);
             diag.push(format!(
                 "{n} {p}: {:.0} % busy below {base} MHz, {:.0} inversions",
@@ -448,8 +456,8 @@ fn check2(r: &Results, s: &Setup) -> Result<Outcome, String> {
     let armed = r.policy_stat(&perl.with_policy("smove"), &["armed"]).ok();
     let high = r.policy_stat(&perl.with_policy("smove"), &["high_freq"]).ok();
     let mut note = format!(
-        "Check: both strategies improve perl start-up by more than {ON_PAR_PCT} % and S_move shortens the sequential phase by more than {ON_PAR_PCT} % (direction: {}); \
-         each gain within a factor of 1.5 of the paper's (S_local perl {}, S_move perl {}, S_move kbuild sequential phase {}). {}.",
+        "Check: both strategies improve perl start-up by more than {ON_PAR_PCT} % and S_move shortens the kernel build's phase before the parallel one by more than {ON_PAR_PCT} % (direction: {}); \
+         each gain within a factor of 1.5 of the paper's (S_local perl {}, S_move perl {}, S_move kbuild phase before the parallel one {}). {}.",
         yn(ok),
         yn(near(perl_local, 58.0)),
         yn(near(perl_move, 56.0)),
@@ -457,12 +465,21 @@ fn check2(r: &Results, s: &Setup) -> Result<Outcome, String> {
         diag.join("; ")
     );
     note.push_str(&format!(
-        " The sequential phase's work is sized from the paper's 4.4 s under CFS at 1.2 GHz (docs/model.md, Workloads: kbuild), \
-         so its CFS time ({kb_cfs:.2} s) checks that sizing, not a result; S_move's time is the model's own. The model's phase is \
-         only fork/wait steps, each kept on the waker's core; the paper's also holds a short parallel burst (Figure 1, about 2 s)."
+        " The phase is sized from the paper's figures under CFS (docs/model.md, Workloads: kbuild): 4 s of fork/wait steps at \
+         1.2 GHz and a 0.5 s burst of parallel compile jobs between them (Figures 1 and 7), so its CFS time ({kb_cfs:.2} s) checks \
+         that sizing, not a result; S_move's time is the model's own: its gain is {:.2}x the paper's 34 % (the bound is 1.5x).",
+        kb_gain / 34.0
     ));
+    if kb_gain > 34.0 * 1.5 {
+        note.push_str(
+            " S_move gains more on the kernel build than in the paper: it keeps each fork/wait step on the waker's core, which runs \
+             at the E7's single-core turbo (3.0 GHz) against CFS's 1.2 GHz, while the burst takes as long under both. The paper's \
+             1.5x over the phase implies that much of the real chains' time does not scale with the frequency (file system, page \
+             faults, memory; the model's stall share is 0.1) or that their core does not stay at turbo; no source measures either.",
+        );
+    }
     if !move_acted {
-        note.push_str(" S_move armed no timer on perl or the sequential phase: its parts are not tested.");
+        note.push_str(" S_move armed no timer on perl or the kernel build: its parts are not tested.");
     }
     if let (Some(a), Some(h)) = (armed, high) {
         note.push_str(&format!(" S_move on perl: {a:.0} timers armed, {h:.0} placements left to CFS because the chosen CPU's last tick saw a high frequency."));

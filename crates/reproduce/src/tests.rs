@@ -96,7 +96,7 @@ fn claim2_results(s: &Setup, perl: [f64; 3], kb: [f64; 3]) -> Results {
     let mut v = Vec::new();
     for (i, p) in ["cfs", "slocal", "smove"].iter().enumerate() {
         v.push(done(&Cell::new(E7, &s.perl, p, "powersave"), perl[i], FAST));
-        v.push(done(&Cell::new(E7, &s.kbuild_seq, p, "powersave"), kb[i], FAST));
+        v.push(done(&Cell::new(E7, &s.kbuild_pre, p, "powersave"), kb[i], FAST));
     }
     v.push(done(&Cell::new(E7, KBUILD_FULL, "cfs", "powersave"), 2e9, FAST));
     v.push(done(&Cell::new(E7, KBUILD_FULL, "smove", "powersave"), 1.9e9, FAST));
@@ -115,7 +115,7 @@ fn claim2_passes_on_faster_strategies() {
     let r = claim2_results(&s, [1e9, 0.5e9, 0.6e9], [4.4e9, 3.0e9, 1.7e9]);
     let o = claim(2, &s).evaluate(&r, &s);
     assert_eq!(o.grade, Grade::DirectionOnly, "{o:?}");
-    assert!(o.note.contains("S_move kbuild sequential phase no"), "{}", o.note);
+    assert!(o.note.contains("S_move kbuild phase before the parallel one no"), "{}", o.note);
 }
 
 #[test]
@@ -520,11 +520,11 @@ fn plan_dedups_runs_and_merges_trace_requests() {
     let s = Setup::new(true);
     let claims: Vec<Claim> = all_claims(&s).into_iter().filter(|c| c.id == 1 || c.id == 2).collect();
     let plan = plan_runs(&claims);
-    // Claim 1: 3 cells; claim 2: 8 cells of which the two cfs kbuild ones
-    // are shared with claim 1; beside each cell of a paper's policy, its
+    // Claim 1: 3 cells; claim 2: 8 cells of which the whole build under CFS
+    // is shared with claim 1; beside each cell of a paper's policy, its
     // sched_ext twin (scx:NAME), never traced.
     let (scx, models): (Vec<_>, Vec<_>) = plan.iter().partition(|(r, _)| r.cell.policy.starts_with("scx:"));
-    assert_eq!(models.len(), 9 * s.seeds.len());
+    assert_eq!(models.len(), 10 * s.seeds.len());
     for (r, _) in &models {
         let twin = r.cell.with_policy(&format!("scx:{}", r.cell.policy));
         let has = scx.iter().any(|(t, _)| t.cell == twin && !t.trace);
@@ -536,7 +536,9 @@ fn plan_dedups_runs_and_merges_trace_requests() {
     assert_eq!(kb.1, vec![1, 2]);
     let seq = plan.iter().find(|(r, _)| r.cell == Cell::new(E7, &s.kbuild_seq, "cfs", "powersave")).unwrap();
     assert!(!seq.0.trace);
-    assert_eq!(seq.1, vec![1, 2]);
+    assert_eq!(seq.1, vec![1]);
+    let pre = plan.iter().find(|(r, _)| r.cell == Cell::new(E7, &s.kbuild_pre, "cfs", "powersave")).unwrap();
+    assert_eq!(pre.1, vec![2]);
     let perl = plan.iter().find(|(r, _)| r.cell.workload == s.perl && r.cell.policy == "cfs").unwrap();
     assert!(!perl.0.trace);
 }

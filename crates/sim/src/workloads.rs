@@ -187,17 +187,20 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// sequential fork/wait phase, a parallel phase of N jobs, a sequential tail.
 /// make goes on for a moment after a fork before it waits, as configure's
 /// shell does. The phase before the parallel one takes 4.4 s on the E7
-/// under CFS (section 4.4), with one task at a time at the lowest
-/// frequency, 1.2 GHz (section 2): 4.4 s of such steps hold
-/// 4.4 / ((1 - 0.1) x 2 / 1.2 + 0.1) = 2.75 s of work at the reference
-/// frequency with kbuild's 0.1 stall share, 1300 steps of 2.11 ms.
-/// ASSUMPTIONS: steps of a 2 ms shell and 110 us of make (100 before the
-/// fork, 10 after), 100 sequential steps after the parallel phase; 1000 compile jobs of 40 ms (jitter 0.7); jobs defaults to
-/// the number of CPUs.
+/// under CFS (section 4.4): one or two tasks at a time at the lowest
+/// frequency, 1.2 GHz, from 0 to 2 s and from 2.5 to 4.5 s, with a short
+/// burst of parallel work at a high frequency between them (section 2,
+/// Figure 1; section 4.4, Figure 7). Sizes (docs/model.md, Workloads:
+/// kbuild): `seq_pre` steps of a 2 ms shell and 110 us of make (100 before
+/// the fork, 10 after) fill the 4 s of sequential work under CFS, `burst`
+/// compile jobs fill the 0.5 s burst. ASSUMPTIONS: 100 sequential steps
+/// after the parallel phase; 1000 compile jobs of 40 ms (jitter 0.7); jobs
+/// defaults to the number of CPUs.
 fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
     let jobs = p.int("jobs", m.nr_cpus as u64)?.max(1);
     let files = p.int("files", 1000)?;
-    let seq_pre = p.int("seq_pre", 1300)?;
+    let seq_pre = p.int("seq_pre", 990)?;
+    let burst = p.int("burst", 1280)?;
     let seq_post = p.int("seq_post", 100)?;
     let step = p.num("seq_us", 2000.0)?;
     let cc = p.num("cc_us", 40000.0)?;
@@ -207,20 +210,32 @@ fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError>
     let seq = w.add("seq", vec![work(100.0, j), Step::Fork(short), work(after_fork, j), Step::Wait]);
     let cc_p = w.add("cc1", vec![Step::Exec("cc1".into()), work(cc, j), Step::Exit]);
     let one = w.add("job", vec![work(200.0, j), Step::Fork(cc_p), Step::Wait]);
-    let per_slot = files / jobs;
-    let extra = files % jobs;
-    let slot = w.add("make-slot", vec![Step::Repeat(one, per_slot), Step::Exit]);
-    let slot_x = w.add("make-slot", vec![Step::Repeat(one, per_slot + 1), Step::Exit]);
-    let mut main = vec![Step::Exec("make".into()), Step::Repeat(seq, seq_pre)];
-    for i in 0..jobs {
-        main.push(Step::Fork(if i < extra { slot_x } else { slot }));
-    }
-    main.push(Step::WaitAll);
+    let mut main = vec![Step::Exec("make".into()), Step::Repeat(seq, seq_pre / 2)];
+    parallel(w, &mut main, one, burst, jobs);
+    main.push(Step::Repeat(seq, seq_pre - seq_pre / 2));
+    parallel(w, &mut main, one, files, jobs);
     main.push(Step::Repeat(seq, seq_post));
     main.push(Step::Exit);
     let main = w.add("make", main);
     w.initial.push((main, "make".into(), Some(0)));
     Ok(())
+}
+
+/// make's jobserver running `files` compile jobs in at most `jobs` slots at
+/// once: a slot per job token, each running its share of the jobs one
+/// after another, and make waiting for all of them.
+fn parallel(w: &mut Workload, main: &mut Vec<Step>, one: u32, files: u64, jobs: u64) {
+    if files == 0 {
+        return;
+    }
+    let per_slot = files / jobs;
+    let extra = files % jobs;
+    let slot = w.add("make-slot", vec![Step::Repeat(one, per_slot), Step::Exit]);
+    let slot_x = w.add("make-slot", vec![Step::Repeat(one, per_slot + 1), Step::Exit]);
+    for i in 0..jobs.min(files) {
+        main.push(Step::Fork(if i < extra { slot_x } else { slot }));
+    }
+    main.push(Step::WaitAll);
 }
 
 /// perl-benchmark startup: a serial loop of system(perl -e 1): fork, exec,

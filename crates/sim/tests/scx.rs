@@ -262,7 +262,7 @@ fn every_scx_policy_runs_the_stress_workloads_on_the_e7_without_ejection() {
         "tasks": {"storm": {"instance": 280, "loop": -1, "run": 100, "sleep": 100},
                   "sync": {"instance": 20, "loop": -1, "phases": {"p": {"loop": 10, "run": 100, "sleep": 100}, "q": {"barrier": "b"}}}}}"#;
     for policy in ["scx:default", "scx:slocal", "scx:smove", "scx:nest"] {
-        for spec in ["hackbench:groups=4,loops=20", "configure:checks=20", "kbuild:files=64,seq_pre=10,seq_post=5", storm, "rt-app"] {
+        for spec in ["hackbench:groups=4,loops=20", "configure:checks=20", "kbuild:files=64,seq_pre=10,burst=16,seq_post=5", storm, "rt-app"] {
             let w = if spec == "rt-app" { warmcore_sim::rtapp::parse(rtapp, "storm").unwrap() } else { wl(spec, &m) };
             let (out, _) = simulate(&m, Governor::Schedutil, policy, w);
             // The counters are those of `warmcore sched --stats`.

@@ -26,7 +26,7 @@ impl Sink for Collect {
 /// Every built-in workload (each unixbench test), small.
 pub const SMALL_WORKLOADS: &[&str] = &[
     "configure:checks=20",
-    "kbuild:files=64,seq_pre=20,seq_post=10",
+    "kbuild:files=64,seq_pre=20,burst=16,seq_post=10",
     "perl-startup:iterations=20",
     "hackbench:groups=2,loops=10",
     "periodic:tasks=8,duration_ms=50",
