@@ -11,6 +11,16 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A synthetic trace of about `events` events on 4 CPUs, in a directory
+/// removed with the returned guard, and its path.
+fn synth_trace(events: u32) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.wct").to_str().unwrap().to_owned();
+    let o = warmcore(&["trace", "synth", "-o", &f, "--events", &events.to_string(), "--cpus", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, f)
+}
+
 /// Every subcommand, found by walking `--help` output, answers `--help`.
 #[test]
 fn every_subcommand_has_help() {
@@ -69,10 +79,8 @@ fn bad_files_give_one_line_and_exit_1() {
 
 #[test]
 fn dump_filters_and_names_bad_arguments() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.wct");
-    let f = f.to_str().unwrap();
-    assert!(warmcore(&["trace", "synth", "-o", f, "--events", "2000", "--cpus", "4"]).status.success());
+    let (_dir, f) = synth_trace(2000);
+    let f = f.as_str();
     let o = warmcore(&["trace", "dump", f, "--cpu", "2", "--event", "ctx_switch", "--to", "5ms"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -214,10 +222,8 @@ fn good_times_and_counts_are_taken() {
 fn a_closed_pipe_ends_trace_commands_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.wct");
-    let f = f.to_str().unwrap();
-    assert!(warmcore(&["trace", "synth", "-o", f, "--events", "200000", "--cpus", "4"]).status.success());
+    let (_dir, f) = synth_trace(200_000);
+    let f = f.as_str();
     // `warmcore trace dump FILE | head -1`.
     let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
         .args(["trace", "dump", f])
