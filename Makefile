@@ -5,14 +5,12 @@ SHELL := /bin/bash
 # and where the static libelf/zlib/zstd that libbpf links against live.
 export BPF_CLANG ?= clang-19
 export LIBBPF_SYS_LIBRARY_PATH ?= /usr/lib/$(shell uname -m)-linux-gnu
-# The static binary that `warmcore vm` puts in its initramfs.
-VM_BIN := target/x86_64-unknown-linux-gnu/release/warmcore
 CARGO ?= cargo
 BIN := target/release/warmcore
 PY := .venv/bin/python
 DEMO_OUT := out/demo
 
-.PHONY: all setup build vm-binary test test-vm demo bench fuzz-short clean
+.PHONY: all setup build test test-vm demo bench fuzz-short clean
 
 all: build
 
@@ -25,12 +23,8 @@ build: setup
 	@# The Python package (bindings + viewer) into .venv, built in release mode.
 	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
 
-vm-binary: setup
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target x86_64-unknown-linux-gnu -p warmcore
-	@test -x $(VM_BIN)
-
 # The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
-test-vm: build vm-binary
+test-vm: build
 	@scripts/test-sched-vm.sh
 
 # A test that cannot run here fails; WARMCORE_TEST_SKIP=root,browser,...
@@ -39,7 +33,7 @@ test-vm: build vm-binary
 SKIP_LOG := out/test-skipped.log
 test: export WARMCORE_SKIP_LOG := $(CURDIR)/$(SKIP_LOG)
 
-test: build vm-binary
+test: build
 	@mkdir -p $(dir $(SKIP_LOG)) && rm -f $(SKIP_LOG)
 	$(CARGO) test --release --workspace
 	@scripts/test-sched-vm.sh
@@ -71,7 +65,7 @@ demo: build
 	$(BIN) trace export $(DEMO_OUT)/perf-make-j2.wct --perfetto $(DEMO_OUT)/perf-make-j2.pftrace
 	@echo "== Open $(DEMO_OUT)/perf-make-j2.pftrace in ui.perfetto.dev"
 
-bench: build vm-binary
+bench: build
 	@scripts/bench.sh
 	@scripts/bench-view.sh
 	@scripts/bench-sweep.sh

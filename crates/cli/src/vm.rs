@@ -52,8 +52,8 @@ struct RunArgs {
     /// Give up (and fail) after this many seconds.
     #[arg(long, value_name = "SECS", default_value = "900", value_parser = warmcore_args::positive_secs)]
     timeout: Duration,
-    /// The static warmcore binary to put in the VM (default: this one if
-    /// static, else target/x86_64-unknown-linux-gnu/release/warmcore).
+    /// The warmcore binary to put in the VM, static or not (default: this
+    /// one); a dynamic one goes in with the libraries it loads.
     #[arg(long)]
     warmcore: Option<PathBuf>,
     /// Print the kernel's console log after the command's output.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore vm`: boot a kernel with sched_ext under QEMU (single-threaded
-//! TCG, `-cpu max`) with a busybox initramfs that holds a static warmcore
-//! binary, run a command inside, and return its output and exit status.
+//! TCG, `-cpu max`) with a busybox initramfs that holds this warmcore binary
+//! and the libraries it loads, run a command inside, and return its output
+//! and exit status.
 //! [`workload`]: the test and benchmark workloads run inside.
 
 use std::io::Write;
@@ -30,14 +31,13 @@ pub struct Options {
     pub mem: u32,
     /// Give up (and fail) after this long.
     pub timeout: Duration,
-    /// The static warmcore binary to put in the VM (default: the running
-    /// one if static, else target/x86_64-unknown-linux-gnu/release/warmcore).
+    /// The warmcore binary to put in the VM (default: the running one).
     pub warmcore: Option<PathBuf>,
     /// Print the kernel's console log after the command's output.
     pub kmsg: bool,
     /// Cache directory (default: $XDG_CACHE_HOME/warmcore or ~/.cache/warmcore).
     pub cache: Option<PathBuf>,
-    /// The command to run inside (`warmcore` is the static binary).
+    /// The command to run inside (`warmcore` is that binary).
     pub command: Vec<String>,
 }
 
@@ -90,25 +90,44 @@ fn is_static(p: &Path) -> bool {
     })
 }
 
-fn static_binary(opt: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = opt {
-        if !is_static(p) {
-            bail!("{} is not a static executable: build it with RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu", p.display());
+/// The warmcore binary to put in the VM: `opt`, else the running one.
+fn vm_binary(opt: Option<&Path>) -> Result<PathBuf> {
+    match opt {
+        Some(p) if p.is_file() => Ok(p.to_path_buf()),
+        Some(p) => bail!("--warmcore {}: no such file", p.display()),
+        None => std::env::current_exe().context("locating this executable"),
+    }
+}
+
+/// What a dynamic executable loads: its shared libraries and the dynamic
+/// loader, as `ldd` lists them (none for a static one). The initramfs gets
+/// them at the same paths, as initramfs builders (dracut, initramfs-tools)
+/// do, so that the host's build runs in the VM without a second, static one.
+fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>> {
+    if is_static(bin) {
+        return Ok(vec![]);
+    }
+    let out = Command::new("ldd")
+        .arg(bin)
+        .output()
+        .context("running ldd to list the libraries warmcore needs in the VM (it comes with libc-bin)")?;
+    if !out.status.success() {
+        bail!("ldd {}: {}", bin.display(), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let mut libs = vec![];
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // "libc.so.6 => /lib/.../libc.so.6 (0x...)", "/lib64/ld-linux-x86-64.so.2 (0x...)",
+        // or the vDSO, which has no file.
+        let line = line.trim();
+        if line.contains("=> not found") {
+            bail!("{} needs {}, which is not installed", bin.display(), line.split_whitespace().next().unwrap_or(line));
         }
-        return Ok(p.to_path_buf());
-    }
-    let me = std::env::current_exe().context("locating this executable")?;
-    if is_static(&me) {
-        return Ok(me);
-    }
-    // target/release/warmcore -> target/x86_64-unknown-linux-gnu/release/warmcore
-    if let Some(target) = me.parent().and_then(|d| d.parent()) {
-        let p = target.join("x86_64-unknown-linux-gnu/release/warmcore");
-        if is_static(&p) {
-            return Ok(p);
+        let path = line.rsplit("=> ").next().unwrap_or(line).split(" (").next().unwrap_or("").trim();
+        if path.starts_with('/') {
+            libs.push(PathBuf::from(path));
         }
     }
-    bail!("no static warmcore binary for the VM: run `make vm-binary` (RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --target x86_64-unknown-linux-gnu -p warmcore) or pass --warmcore PATH")
+    Ok(libs)
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -162,6 +181,11 @@ fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> 
         .context("no static busybox: install busybox-static (scripts/setup.sh does)")?;
     std::fs::copy(&busybox, root.join("bin/busybox"))?;
     std::fs::copy(warmcore, root.join("bin/warmcore"))?;
+    for lib in shared_libraries(warmcore)? {
+        let dest = root.join(lib.strip_prefix("/").unwrap_or(&lib));
+        std::fs::create_dir_all(dest.parent().unwrap_or(&root))?;
+        std::fs::copy(&lib, &dest).with_context(|| format!("copying {} into the initramfs", lib.display()))?;
+    }
     let out = Command::new(root.join("bin/busybox")).arg("--list").output()?;
     for applet in String::from_utf8_lossy(&out.stdout).lines() {
         if applet != "busybox" && applet != "warmcore" {
@@ -203,7 +227,7 @@ pub fn boot(r: &Options) -> Result<i32> {
         }
         p
     };
-    let warmcore = static_binary(r.warmcore.as_deref())?;
+    let warmcore = vm_binary(r.warmcore.as_deref())?;
     let dir = std::env::temp_dir().join(format!("warmcore-vm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -317,5 +341,35 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path)
                 if err.trim().is_empty() { String::new() } else { format!(": {}", err.trim()) }
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dynamic_binary_goes_in_with_its_loader_and_libc() {
+        let me = std::env::current_exe().unwrap();
+        assert!(!is_static(&me), "test binaries are linked dynamically here");
+        let libs = shared_libraries(&me).unwrap();
+        let names: Vec<String> = libs.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+        assert!(names.iter().any(|n| n.starts_with("libc.so")), "{names:?}");
+        assert!(names.iter().any(|n| n.starts_with("ld-linux")), "{names:?}");
+        assert!(libs.iter().all(|p| p.is_absolute() && p.is_file()), "{libs:?}");
+    }
+
+    #[test]
+    fn a_static_binary_goes_in_alone() {
+        // The static busybox the initramfs is built on (scripts/setup.sh installs it).
+        let busybox = ["/bin/busybox", "/usr/bin/busybox"].iter().map(PathBuf::from).find(|p| p.is_file()).expect("busybox-static is installed");
+        assert!(is_static(&busybox));
+        assert!(shared_libraries(&busybox).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_missing_binary_is_named() {
+        let e = vm_binary(Some(Path::new("/nonexistent/warmcore"))).unwrap_err().to_string();
+        assert!(e.contains("--warmcore /nonexistent/warmcore: no such file"), "{e}");
     }
 }
