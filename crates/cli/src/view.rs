@@ -13,8 +13,8 @@ use warmcore_args::ns as parse_ns;
 
 /// Where the project's Python is (the viewer's, the figures of `warmcore
 /// reproduce`): $WARMCORE_PYTHON, else `.venv/bin/python` in the project that
-/// holds this binary (target/release/warmcore), else in the current
-/// directory.
+/// holds this binary (target/release/warmcore), by the path it was started
+/// by, then by its resolved path, else in the current directory.
 pub(crate) fn python() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("WARMCORE_PYTHON") {
         let p = PathBuf::from(p);
@@ -24,7 +24,10 @@ pub(crate) fn python() -> Result<PathBuf> {
         bail!("WARMCORE_PYTHON={} is not a file: point it at the Python of an environment with warmcore installed, or unset it", p.display());
     }
     let mut tries = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
+    // The path it was started by first: when target/ is a link to a cargo
+    // directory elsewhere, current_exe() is resolved into that directory.
+    let invoked = std::env::args_os().next().map(PathBuf::from).filter(|p| p.components().count() > 1);
+    for exe in invoked.into_iter().chain(std::env::current_exe().ok()) {
         for dir in exe.ancestors().skip(1).take(4) {
             tries.push(dir.join(".venv/bin/python"));
         }
