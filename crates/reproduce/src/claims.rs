@@ -835,15 +835,19 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
         yn(reserve_ok),
         yn(spin_ok)
     );
+    // The largest loss without the reserve nest on the 2-socket machines.
     let mut worst_reserve = 0.0f64;
     for m in &s.nest_machines {
         let (_, base) = crate::machine_freqs(m)?;
         let n = Cell::new(m, &s.configure, "nest", "schedutil");
         let o = n.with_policy("nest:reserve=off");
-        worst_reserve = worst_reserve.min(r.improvement(&o, "nest")?);
+        if *m != E7 {
+            worst_reserve = worst_reserve.min(r.improvement(&o, "nest")?);
+        }
         note.push_str(&format!(
             " configure {}: fair-class fallbacks Nest {:.0}, without reserve {:.0}; time with a task waiting while a CPU idles {:.0} ms and {:.0} ms; \
-             wake-up latency p99 {:.0} us and {:.0} us; busy below {base} MHz {:.0} % and {:.0} %.",
+             wake-up latency p99 {:.0} us and {:.0} us; busy below {base} MHz {:.0} % and {:.0} %; mean frequency of busy time \
+             {:.0} MHz and {:.0} MHz.",
             short_machine(m),
             r.policy_stat(&n, &["fallbacks"]).unwrap_or(f64::NAN),
             r.policy_stat(&o, &["fallbacks"]).unwrap_or(f64::NAN),
@@ -853,6 +857,8 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
             r.mean_of(&o, p99_us)?,
             r.fraction_below(&n, base)? * 100.0,
             r.fraction_below(&o, base)? * 100.0,
+            r.mean_busy_mhz(&n)?,
+            r.mean_busy_mhz(&o)?,
         ));
     }
     for m in &s.two_socket {
@@ -866,13 +872,16 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
             r.fraction_below(&o, base)? * 100.0,
         ));
     }
-    // The paper: about 5 %, up to 16 % on the E7.
-    if worst_reserve < -3.0 * 16.0 {
+    // The paper: about 5 % on the 2-socket machines.
+    if worst_reserve < -5.0 && !near(worst_reserve, -5.0) {
         note.push_str(
-            " Without the reserve nest the model's loss is several times the paper's: the placements the reserve nest \
-             took go to the fair class instead (the fallbacks above), and the tasks placed there wait longer before \
-             they run: their cores leave deeper idle states (the wake-up latency above), though no task waits \
-             behind another while a CPU idles (the waiting time above); on the E7 they also run on slow cores.",
+            " Without the reserve nest the model's loss on the 2-socket machines is larger than the paper's: the placements the reserve nest \
+             took go to the fair class instead (the fallbacks above), which picks the core idle the longest, so the \
+             task runs while that core ramps up from idle where Nest would have reused a core still fast (the mean \
+             frequencies above; no task waits behind another while a CPU idles). On the E7 the ramp is the measured \
+             one (Fewer Cores, More Hertz, Figure 3). On the 6130 and 5218 it is the hardware's own (HWP), whose \
+             speed no source gives: the model's is an ASSUMPTION (docs/model.md, Hardware P-states), and with a \
+             faster ramp the loss there is smaller.",
         );
     }
     if !spin_ok {

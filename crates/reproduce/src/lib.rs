@@ -253,23 +253,50 @@ impl Results {
         Ok(improvement_pct(self.metric(&base)?, self.metric(c)?, lower))
     }
 
+    /// Each run's frequency residency bands.
+    fn residency(&self, c: &Cell) -> Result<Vec<&Vec<serde_json::Value>>, String> {
+        self.reports(c)?
+            .into_iter()
+            .map(|r| {
+                r.freq_residency
+                    .as_ref()
+                    .and_then(|b| b.as_array())
+                    .ok_or_else(|| format!("run {} has no frequency residency", c.label()))
+            })
+            .collect()
+    }
+
     /// Fraction of busy time (at a known frequency) in bands that lie below
     /// `mhz`.
     pub fn fraction_below(&self, c: &Cell, mhz: u32) -> Result<f64, String> {
-        let reports = self.reports(c)?;
+        let v: Vec<f64> = self
+            .residency(c)?
+            .into_iter()
+            .map(|bands| {
+                bands
+                    .iter()
+                    .filter(|b| b.get("hi_mhz").and_then(|x| x.as_u64()).is_some_and(|hi| hi <= mhz as u64))
+                    .filter_map(|b| b.get("fraction").and_then(|x| x.as_f64()))
+                    .sum()
+            })
+            .collect();
+        Ok(mean(&v))
+    }
+
+    /// Mean frequency of busy time (at a known frequency), in MHz, each
+    /// residency band counted at its middle.
+    pub fn mean_busy_mhz(&self, c: &Cell) -> Result<f64, String> {
         let mut v = Vec::new();
-        for r in reports {
-            let bands = r
-                .freq_residency
-                .as_ref()
-                .and_then(|b| b.as_array())
-                .ok_or_else(|| format!("run {} has no frequency residency", c.label()))?;
-            let f: f64 = bands
-                .iter()
-                .filter(|b| b.get("hi_mhz").and_then(|x| x.as_u64()).is_some_and(|hi| hi <= mhz as u64))
-                .filter_map(|b| b.get("fraction").and_then(|x| x.as_f64()))
-                .sum();
-            v.push(f);
+        for bands in self.residency(c)? {
+            let (mut sum, mut total) = (0.0, 0.0);
+            for b in bands {
+                let field = |k: &str| b.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
+                sum += field("fraction") * (field("lo_mhz") + field("hi_mhz")) / 2.0;
+                total += field("fraction");
+            }
+            if total > 0.0 {
+                v.push(sum / total);
+            }
         }
         Ok(mean(&v))
     }
