@@ -866,10 +866,12 @@ fn check7(r: &Results, s: &Setup) -> Result<Outcome, String> {
         let n = Cell::new(m, &s.h2, "nest", "schedutil");
         let o = n.with_policy("nest:spin=off");
         note.push_str(&format!(
-            " h2 {}: busy below {base} MHz Nest {:.0} %, without spinning {:.0} %.",
+            " h2 {}: busy below {base} MHz Nest {:.0} %, without spinning {:.0} %; mean frequency of busy time {:.0} MHz and {:.0} MHz.",
             short_machine(m),
             r.fraction_below(&n, base)? * 100.0,
             r.fraction_below(&o, base)? * 100.0,
+            r.mean_busy_mhz(&n)?,
+            r.mean_busy_mhz(&o)?,
         ));
     }
     // The paper: about 5 % on the 2-socket machines.
