@@ -92,11 +92,18 @@ fn is_static(p: &Path) -> bool {
 
 /// The warmcore binary to put in the VM: `opt`, else the running one.
 fn vm_binary(opt: Option<&Path>) -> Result<PathBuf> {
-    match opt {
-        Some(p) if p.is_file() => Ok(p.to_path_buf()),
-        Some(p) => bail!("--warmcore {}: no such file", p.display()),
-        None => std::env::current_exe().context("locating this executable"),
+    let Some(p) = opt else {
+        return std::env::current_exe().context("locating this executable");
+    };
+    if !p.is_file() {
+        bail!("--warmcore {}: no such file", p.display());
     }
+    let mut magic = [0u8; 4];
+    let elf = std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"\x7fELF";
+    if !elf {
+        bail!("--warmcore {}: not an executable (build warmcore with `make build`)", p.display());
+    }
+    Ok(p.to_path_buf())
 }
 
 /// What a dynamic executable loads: its shared libraries and the dynamic
@@ -371,5 +378,8 @@ mod tests {
     fn a_missing_binary_is_named() {
         let e = vm_binary(Some(Path::new("/nonexistent/warmcore"))).unwrap_err().to_string();
         assert!(e.contains("--warmcore /nonexistent/warmcore: no such file"), "{e}");
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let e = vm_binary(Some(&manifest)).unwrap_err().to_string();
+        assert!(e.contains("Cargo.toml: not an executable"), "{e}");
     }
 }
