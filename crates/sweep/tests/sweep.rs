@@ -5,6 +5,10 @@
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt32Type};
+use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray, RecordBatch};
+
 use warmcore_sweep::spec::{Kind, REPORT_FIELDS};
 use warmcore_sweep::store::{self, Store};
 use warmcore_sweep::{sweep, Engine, Plan};
@@ -104,21 +108,20 @@ fn local() -> Engine {
     Engine::Local { jobs: 2 }
 }
 
-fn rows(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    // The table without wall time, which differs between two runs of one sweep.
+/// The results table, without wall time (which differs between two runs of
+/// one sweep).
+fn table(dir: &std::path::Path) -> RecordBatch {
     let f = std::fs::File::open(dir.join("results.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(f, 1024).unwrap();
-    let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
-        let keep: Vec<usize> = (0..batch.num_columns()).filter(|&i| batch.schema().field(i).name() != "wall_s").collect();
-        let batch = batch.project(&keep).unwrap();
-        let mut w = arrow_json::ArrayWriter::new(Vec::new());
-        w.write(&batch).unwrap();
-        w.finish().unwrap();
-        out.extend(serde_json::from_slice::<Vec<serde_json::Value>>(&w.into_inner()).unwrap());
-    }
-    out
+    let mut batches: Vec<RecordBatch> =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(f, 1024).unwrap().map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 1, "a sweep this small is one batch");
+    let batch = batches.pop().unwrap();
+    let keep: Vec<usize> = (0..batch.num_columns()).filter(|&i| batch.schema().field(i).name() != "wall_s").collect();
+    batch.project(&keep).unwrap()
+}
+
+fn column<'a, T: ArrowPrimitiveType>(t: &'a RecordBatch, name: &str) -> &'a PrimitiveArray<T> {
+    t.column_by_name(name).unwrap().as_primitive::<T>()
 }
 
 #[test]
@@ -128,11 +131,13 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     let stop = AtomicBool::new(false);
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed, s.failed, s.interrupted), (16, 0, 0, false));
-    let first = rows(dir.path());
-    assert_eq!(first.len(), 16);
-    assert!(first.iter().all(|r| r["makespan_ns"].as_f64().unwrap() > 0.0 && r["error"].is_null()), "{first:?}");
-    assert_eq!(first[0]["run"], 0);
-    assert_eq!(first[15]["run"], 15);
+    let first = table(dir.path());
+    assert_eq!(first.num_rows(), 16);
+    let makespan = column::<Float64Type>(&first, "makespan_ns");
+    assert!(makespan.null_count() == 0 && makespan.values().iter().all(|&x| x > 0.0), "{first:?}");
+    assert_eq!(first.column_by_name("error").unwrap().null_count(), 16);
+    let run = column::<UInt32Type>(&first, "run");
+    assert_eq!((run.value(0), run.value(15)), (0, 15));
     let f = std::fs::File::open(dir.path().join("results.parquet")).unwrap();
     let meta = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().schema().metadata().clone();
     let axes: Vec<String> = serde_json::from_str(&meta["warmcore.axes"]).unwrap();
@@ -142,7 +147,7 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     );
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (0, 16));
-    assert_eq!(rows(dir.path()), first);
+    assert_eq!(table(dir.path()), first);
 
     // A journal whose last line was cut short: that run runs again.
     let journal = dir.path().join("runs.jsonl");
@@ -151,7 +156,7 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     std::fs::write(&journal, &text[..cut]).unwrap();
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (1, 15));
-    assert_eq!(rows(dir.path()), first);
+    assert_eq!(table(dir.path()), first);
     let lines = std::fs::read_to_string(&journal).unwrap();
     assert_eq!(lines.lines().count(), 16);
     assert!(lines.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
@@ -166,13 +171,15 @@ fn a_failed_run_keeps_its_error_in_its_row_and_the_sweep_goes_on() {
     let stop = AtomicBool::new(false);
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!((s.ran, s.failed), (16, 1));
-    let r = rows(dir.path());
-    assert_eq!(r.len(), 16);
-    let failed: Vec<_> = r.iter().filter(|x| !x["error"].is_null()).collect();
+    let t = table(dir.path());
+    assert_eq!(t.num_rows(), 16);
+    let error = t.column_by_name("error").unwrap().as_string::<i32>();
+    let failed: Vec<usize> = (0..t.num_rows()).filter(|&i| error.is_valid(i)).collect();
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0]["run"], 3);
-    assert!(failed[0]["error"].as_str().unwrap().contains("groups"), "{failed:?}");
-    assert!(failed[0]["makespan_ns"].is_null());
+    let i = failed[0];
+    assert_eq!(column::<UInt32Type>(&t, "run").value(i), 3);
+    assert!(error.value(i).contains("groups"), "{}", error.value(i));
+    assert!(column::<Float64Type>(&t, "makespan_ns").is_null(i));
     // Kept, not retried, unless asked.
     let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
     assert_eq!(s.ran, 0);
