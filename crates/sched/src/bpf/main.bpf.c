@@ -87,6 +87,8 @@ u64 vtime_now;
 #define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
 /* Queues tried per pull (see wc_dispatch). */
 #define WC_PULL_TRIES 8
+/* How far ahead of the clock a task may queue, in slices (wc_enqueue). */
+#define WC_LEAD_SLICES 10
 
 struct cpu_ctx {
 	u64 run_start;		/* the running task's CPU time when it started here */
@@ -1978,9 +1980,16 @@ void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!cpu_ok(cpu))
 		cpu = 0;
 
-	/* Fairness: a sleeper gets at most one slice of credit. */
+	/* Fairness: a sleeper gets at most one slice of credit, and a task
+	 * queues at most WC_LEAD_SLICES slices ahead of the clock. A task of
+	 * weight 1 (nice 19) is charged 100 times the tick it ran; without the
+	 * bound it waits that long behind each task of its CPU, seconds when
+	 * S_local stacks a dozen there, and the watchdog ejects the scheduler.
+	 * A task of weight 100 never leads by more than a slice and a tick. */
 	if (time_before(vtime, vtime_now - slice_max_ns))
 		vtime = vtime_now - slice_max_ns;
+	if (time_after(vtime, vtime_now + WC_LEAD_SLICES * slice_max_ns))
+		vtime = vtime_now + WC_LEAD_SLICES * slice_max_ns;
 
 	nq = scx_bpf_dsq_nr_queued(cpu);
 	slice = slice_max_ns / (nq + 1);
