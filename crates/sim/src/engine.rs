@@ -647,6 +647,7 @@ impl Engine {
             util: 0.5,
             util_t: self.sim.now,
             pinned: None,
+            nice: parent.map_or(0, |p| self.sim.tasks[p as usize].nice),
             daemon: false,
             owed: 0.0,
             last_cpu: u32::MAX,

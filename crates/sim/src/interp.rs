@@ -332,6 +332,10 @@ impl Engine {
                     }
                 }
                 Step::Mark(i) => self.sim.marks[i as usize] = now,
+                Step::Nice(n) => {
+                    self.sim.tasks[t as usize].nice = n;
+                    self.policy.set_nice(&mut self.sim, t);
+                }
                 Step::Measure(i) => {
                     let d = now - self.sim.marks[i as usize].min(now);
                     self.sim.measures += 1;

@@ -74,6 +74,8 @@ pub trait Policy {
     fn init(&mut self, _sim: &mut Sim) {}
     fn init_task(&mut self, _sim: &mut Sim, _t: Tid, _parent: Option<Tid>) {}
     fn exit_task(&mut self, _sim: &mut Sim, _t: Tid) {}
+    /// The task's nice value changed (Step::Nice).
+    fn set_nice(&mut self, _sim: &mut Sim, _t: Tid) {}
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32;
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq);
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid>;
@@ -119,6 +121,9 @@ pub trait OnCfs {
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
         self.cfs_mut().exit_task(sim, t)
     }
+    fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        self.cfs_mut().set_nice(sim, t)
+    }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         self.cfs_mut().select_cpu(sim, t, prev_cpu, wake)
     }
@@ -160,6 +165,9 @@ impl<P: OnCfs> Policy for P {
     }
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
         OnCfs::exit_task(self, sim, t)
+    }
+    fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        OnCfs::set_nice(self, sim, t)
     }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         OnCfs::select_cpu(self, sim, t, prev_cpu, wake)

@@ -91,6 +91,11 @@ pub enum Step {
     Mark(u32),
     /// Record a measured interval: now minus mark N, under the workload's metric.
     Measure(u32),
+    /// Set the task's nice value (-20 to 19), as setpriority(2) does; its
+    /// children inherit it. Only the sched_ext program (`scx:NAME`) sees it,
+    /// through the task's weight; the fair-class model and the papers'
+    /// policies weigh every task alike.
+    Nice(i8),
 }
 
 #[derive(Clone, Debug)]

@@ -71,6 +71,8 @@ pub struct Task {
     pub(crate) util_t: u64,
     /// The one CPU it may run on (a policy's daemon), or None for any.
     pub pinned: Option<u32>,
+    /// Its nice value (Step::Nice), inherited at fork.
+    pub nice: i8,
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,

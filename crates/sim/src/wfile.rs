@@ -80,7 +80,7 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice";
 
 pub fn load(path: &str) -> Result<Workload, SimError> {
     let text = std::fs::read_to_string(path)
@@ -166,6 +166,12 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                 },
                 "repeat" => Step::Repeat(prog("repeat")?, num("times")?.unwrap_or(1.0) as u64),
                 "repeat_for" => Step::RepeatFor(prog("repeat_for")?, (num("ms")?.unwrap_or(0.0) * 1e6) as u64),
+                "nice" => Step::Nice(
+                    t.get("nice")
+                        .and_then(|v| v.as_integer())
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| err(format!("{at}: field `nice` must be an integer from -20 to 19")))? as i8,
+                ),
                 other => return Err(err(format!("{at}: unknown action `{}`; valid: {ACTIONS}", other.escape_debug()))),
             };
             steps.push(step);
@@ -218,6 +224,16 @@ mod tests {
         assert!(e.contains("compute_us"), "{e}");
         let e = parse(&PIPELINE.replace("capacity = 16", "capacity = 16\nsize = 3"), "x").unwrap_err().to_string();
         assert!(e.contains("size"), "{e}");
+    }
+
+    #[test]
+    fn nice_takes_a_nice_value() {
+        let w = parse(&PIPELINE.replace("{ exec = \"producer\" }", "{ nice = 19 }, { exec = \"producer\" }"), "x").unwrap();
+        assert_eq!(w.programs[0].steps[0], Step::Nice(19));
+        for bad in ["20", "-21", "1.5", "\"low\""] {
+            let e = parse(&PIPELINE.replace("{ exec = \"producer\" }", &format!("{{ nice = {bad} }}")), "x").unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1") && e.contains("from -20 to 19"), "{bad}: {e}");
+        }
     }
 
     #[test]

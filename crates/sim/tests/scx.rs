@@ -623,3 +623,46 @@ fn scx_haiku_a_warm_cache_brings_a_thread_back_to_its_core() {
     let (out, _) = simulate(&m, Governor::Performance, "scx:haiku-low-latency", hog_and_sleeper(150.0));
     assert_eq!((stat(&out, "haiku_warm"), stat(&out, "haiku_cold")), (4, 0), "{}", out.policy_stats);
 }
+
+/// `per_cpu` CPU-bound tasks for each CPU and one at nice 19, all forked by
+/// a parent on CPU 0, each burning 1 ms steps for 8 s.
+fn hogs_and_a_nice_one(m: &Machine, per_cpu: u32) -> Workload {
+    let mut w = Workload::new("nice");
+    let burn = w.add("burn", vec![Step::Compute(Amount::work_us(1000.0, 0.0))]);
+    let hog = w.add("hog", vec![Step::RepeatFor(burn, 8_000_000_000), Step::Exit]);
+    let nice = w.add("nice-hog", vec![Step::Nice(19), Step::RepeatFor(burn, 8_000_000_000), Step::Exit]);
+    let mut main = vec![Step::Fork(nice)];
+    main.extend((0..per_cpu * m.nr_cpus).map(|_| Step::Fork(hog)));
+    main.extend([Step::WaitAll, Step::Exit]);
+    let main = w.add("main", main);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+/// The longest time the nice task of `hogs_and_a_nice_one` waited between
+/// two of its runs, in ms, and whether the run was ejected.
+fn nice_task_longest_wait(m: &Machine, source: &str) -> (u64, bool) {
+    let (out, evs) = simulate_variant(m, "scx:slocal", source, hogs_and_a_nice_one(m, 12));
+    // The main task is the first new task, the nice one its first child.
+    let nice_pid = of(&evs, ids::WAKEUP_NEW)[1].1.pid;
+    let ins: Vec<u64> = of(&evs, ids::CTX_SWITCH).iter().filter(|(_, e)| e.a() == nice_pid).map(|(_, e)| e.ts).collect();
+    assert!(ins.len() >= 5, "the nice task ran {} times", ins.len());
+    (ins.windows(2).map(|w| (w[1] - w[0]) / 1_000_000).max().unwrap(), out.ejected)
+}
+
+#[test]
+fn a_nice_task_queued_behind_many_waits_a_bounded_time() {
+    // Two CPUs, twelve CPU-bound tasks on each and one at nice 19 (weight
+    // 1: a tick of its run costs 100 ticks of virtual time). The program
+    // bounds how far ahead of the clock a task queues.
+    let m = common::quiet("core2duo-e8400");
+    let (wait, ejected) = nice_task_longest_wait(&m, PROGRAM);
+    assert!(!ejected && wait < 500, "the nice task waited up to {wait} ms");
+    // Without the bound it waits behind each task of its CPU for 100 times
+    // what it ran (in the VM, up to the watchdog's 5 s, which ejected the
+    // scheduler).
+    let bound = "\tif (time_after(vtime, vtime_now + WC_LEAD_SLICES * slice_max_ns))\n\t\tvtime = vtime_now + WC_LEAD_SLICES * slice_max_ns;\n";
+    assert_eq!(PROGRAM.matches(bound).count(), 1, "main.bpf.c changed: update this test");
+    let (unbounded, _) = nice_task_longest_wait(&m, &PROGRAM.replace(bound, ""));
+    assert!(unbounded > 3 * wait, "without the bound: {unbounded} ms, with it {wait} ms");
+}

@@ -1287,7 +1287,7 @@ impl Policy for ScxPolicy {
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
         let task = sim.task(t);
         let pid = task.pid as i32;
-        let pinned = task.pinned;
+        let (pinned, nice) = (task.pinned, task.nice);
         // SAFETY: a new task of this program's copy.
         let p = unsafe { (self.prog.f.task_new)(t, pid, pinned.map_or(-1, |c| c as c_int)) };
         if self.k.tasks.len() <= t as usize {
@@ -1296,6 +1296,10 @@ impl Policy for ScxPolicy {
         self.k.tasks[t as usize] =
             Some(TaskState { p, runtime: 0, charged_at: 0, pinned, direct: None, runnable_at: None });
         self.k.pid_tid.insert(pid, t);
+        if nice != 0 {
+            // SAFETY: p is live.
+            unsafe { (self.prog.f.task_set_nice)(p, nice as c_int) };
+        }
         if let (true, Some(c)) = (self.warmers, pinned) {
             // The loader registers each warmer thread before the program
             // sees it (the `warmers` map).
@@ -1313,6 +1317,13 @@ impl Policy for ScxPolicy {
         }
         // SAFETY: p is live.
         self.call(sim, cpu, Context::Other, |f| unsafe { (f.enable)(p) });
+    }
+
+    // The program defines no ops.set_weight: the kernel only updates the
+    // task's weight, which the program reads when it charges a run.
+    fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        // SAFETY: p is live.
+        unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
     }
 
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {

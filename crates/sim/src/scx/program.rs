@@ -98,6 +98,7 @@ entry_points! {
     map_update: unsafe extern "C" fn(*const c_char, *const c_void, *const c_void) -> i64,
     task_new: unsafe extern "C" fn(u32, c_int, c_int) -> TaskPtr,
     task_free: unsafe extern "C" fn(TaskPtr),
+    task_set_nice: unsafe extern "C" fn(TaskPtr, c_int),
     task_slice: unsafe extern "C" fn(TaskPtr) -> u64,
     task_set_slice: unsafe extern "C" fn(TaskPtr, u64),
     task_set_runtime: unsafe extern "C" fn(TaskPtr, u64),
