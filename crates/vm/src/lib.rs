@@ -137,6 +137,15 @@ fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>> {
     Ok(libs)
 }
 
+/// The static busybox the initramfs is built on.
+fn static_busybox() -> Result<PathBuf> {
+    ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file() && is_static(p))
+        .context("no static busybox: install busybox-static (scripts/setup.sh does)")
+}
+
 fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())
@@ -181,11 +190,7 @@ fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> 
             std::fs::copy(kdir.join("config"), root.join(format!("boot/config-{}", version.trim())))?;
         }
     }
-    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file() && is_static(p))
-        .context("no static busybox: install busybox-static (scripts/setup.sh does)")?;
+    let busybox = static_busybox()?;
     std::fs::copy(&busybox, root.join("bin/busybox"))?;
     std::fs::copy(warmcore, root.join("bin/warmcore"))?;
     for lib in shared_libraries(warmcore)? {
@@ -369,8 +374,7 @@ mod tests {
     #[test]
     fn a_static_binary_goes_in_alone() {
         // The static busybox the initramfs is built on (scripts/setup.sh installs it).
-        let busybox = ["/bin/busybox", "/usr/bin/busybox"].iter().map(PathBuf::from).find(|p| p.is_file()).expect("busybox-static is installed");
-        assert!(is_static(&busybox));
+        let busybox = static_busybox().unwrap();
         assert!(shared_libraries(&busybox).unwrap().is_empty());
     }
 
