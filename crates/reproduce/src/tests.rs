@@ -226,6 +226,36 @@ fn claim8_needs_a_rise_and_a_fall() {
     assert!(!o.reproduced && o.note.contains("peak at 1024 threads"), "{o:?}");
 }
 
+#[test]
+fn claim8_bounds_the_timers_by_the_moves_and_shows_the_latencies() {
+    let s = Setup::new(true);
+    // (timers, placements moved, p99 latency in us) at 64, 256 and 1024
+    // threads, in 1 s runs.
+    let runs = [(60.0, 50.0, 100.0), (300.0, 5000.0, 20000.0), (400.0, 900.0, 70000.0)];
+    let v = s
+        .schbench
+        .iter()
+        .zip(runs)
+        .flat_map(|((_, w), (n, moved, lat))| {
+            ["smove:timers_only=on", "smove:timers_only=on,unsampled=low"].map(|p| {
+                done_with(&Cell::new(E7, w, p, "powersave"), lat, |r| {
+                    r.policy_stats = json!({"timers_triggered": n, "considered": moved});
+                })
+            })
+        })
+        .collect();
+    let o = claim(8, &s).evaluate(&Results::new(v), &s);
+    // The paper's 2971, 93001 and 1290 timers in 30 s are 99, 3100 and 43 a second.
+    assert!(o.note.contains("64 threads 50 against 99, 256 threads 5000 against 3100, 1024 threads 900 against 43"), "{}", o.note);
+    assert!(o.note.contains("At 64 threads the moves fall short"), "{}", o.note);
+    assert!(o.note.contains("64 threads 100 against 78 us, 256 threads 20000 against 2292 us"), "{}", o.note);
+    assert!(o.note.contains("At 256 threads the model's wake-ups wait over five times"), "{}", o.note);
+    assert!(o.note.contains("runs 1 s (schbench: 30 s)"), "{}", o.note);
+    // The full setup's schbench runs 30 s, and the note says so.
+    let full = Setup::new(false);
+    assert_eq!(full.schbench.iter().map(|(_, w)| schbench_run_s(w)).collect::<Result<Vec<_>, _>>(), Ok(vec![30.0; 7]));
+}
+
 /// A finished run of `c` whose report has `metric` and whatever `f` sets.
 fn done_with(c: &Cell, metric: f64, f: impl FnOnce(&mut RunReport)) -> Done {
     let mut d = done(c, metric, FAST);
