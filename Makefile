@@ -19,7 +19,8 @@ setup:
 
 build: setup
 	$(CARGO) build --release --workspace
-	@test -x $(BIN)
+	@# The scripts and tests run $(BIN): cargo must build into target/.
+	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
 	@# The Python package (bindings + viewer) into .venv, built in release mode.
 	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
 
