@@ -556,7 +556,9 @@ impl Cfs {
         self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
     }
 
-    pub fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32) -> u32 {
+    /// `this`: the CPU the wake-up runs on, whose idle average sizes the
+    /// scan (`this_rq()` in the kernel).
+    pub fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32, this: u32) -> u32 {
         let m = &sim.machine;
         if self.idle(sim, target) {
             return target;
@@ -586,10 +588,12 @@ impl Cfs {
         // select_idle_cpu with SIS_PROP's budget (docs/model.md, Placement in
         // the fair class).
         let llc_weight = m.die_cpus[die].len() as f64;
-        let a = sim.avg_idle(target) / 512.0;
+        let a = sim.avg_idle(this) / 512.0;
         let c = SCAN_COST_NS + 1.0;
         let nr = if a > 4.0 * c { (llc_weight * a / c) as usize } else { 4 };
-        if let Some(found) = self.llc_scan(m, target).skip(1).take(nr).find(|&c| self.idle(sim, c)) {
+        // The kernel's loop starts at the target and gives up when its
+        // budget reaches zero: nr - 1 CPUs looked at, the target first.
+        if let Some(found) = self.llc_scan(m, target).take(nr - 1).find(|&c| self.idle(sim, c)) {
             return found;
         }
         if let Some(&s) = m.siblings(target).iter().find(|&&s| s != target && self.idle(sim, s)) {
@@ -902,7 +906,7 @@ impl Policy for Cfs {
                         }
                     }
                 }
-                self.select_idle_sibling(sim, t, prev, target)
+                self.select_idle_sibling(sim, t, prev, target, w.waker_cpu)
             }
         }
     }

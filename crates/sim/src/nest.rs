@@ -505,7 +505,7 @@ impl Nest {
             for i in 1..nd {
                 let d = (d0 + i) % nd;
                 let target = sim.machine.die_cpus[d][0];
-                let x = self.cfs.select_idle_sibling(sim, t, prev, target);
+                let x = self.cfs.select_idle_sibling(sim, t, prev, target, w.waker_cpu);
                 if self.available(sim, x) {
                     self.n.conservation_hits += 1;
                     c = x;
