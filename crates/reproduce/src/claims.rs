@@ -991,11 +991,11 @@ fn check8(r: &Results, s: &Setup) -> Result<Outcome, String> {
 }
 
 /// A schbench spec's run time in seconds (its `runtime_ms`, else
-/// schbench's 30 s).
+/// schbench's default, Table 2's).
 pub(crate) fn schbench_run_s(spec: &str) -> Result<f64, String> {
     match spec.split([':', ',']).find_map(|kv| kv.strip_prefix("runtime_ms=")) {
         Some(ms) => ms.parse::<f64>().map(|ms| ms / 1e3).map_err(|e| format!("schbench spec {spec}: runtime_ms: {e}")),
-        None => Ok(30.0),
+        None => Ok(TABLE2_RUN_S),
     }
 }
 
@@ -1006,7 +1006,7 @@ pub(crate) fn schbench_run_s(spec: &str) -> Result<f64, String> {
 fn moves_against_timers(moves: &[(u32, f64)]) -> String {
     let rows: Vec<(u32, f64, f64)> = moves
         .iter()
-        .map(|&(t, m)| (t, m, paper_timers(t) / 30.0))
+        .map(|&(t, m)| (t, m, paper_timers(t) / TABLE2_RUN_S))
         .filter(|(_, m, p)| m.is_finite() && p.is_finite())
         .collect();
     if rows.is_empty() {
@@ -1059,34 +1059,32 @@ fn latencies_against_paper(counts: &[(u32, f64, f64)]) -> String {
     out
 }
 
-/// Table 2's 99.5th-percentile schbench latency of the kernel without
-/// timers, in us (NaN for a thread count the table does not have).
-fn paper_latency_us(threads: u32) -> f64 {
-    match threads {
-        64 => 78.0,
-        128 => 86.0,
-        192 => 119.0,
-        256 => 2292.0,
-        512 => 36544.0,
-        768 => 60224.0,
-        1024 => 76416.0,
-        _ => f64::NAN,
-    }
+/// Fewer Cores, More Hertz, Table 2, one row a thread count: the 99.5th
+/// percentile of schbench's wake-up latency on the kernel without timers
+/// (us), and the timers triggered, over 30 s runs.
+const TABLE2: &[(u32, f64, f64)] = &[
+    (64, 78.0, 2971.0),
+    (128, 86.0, 13910.0),
+    (192, 119.0, 63965.0),
+    (256, 2292.0, 93001.0),
+    (512, 36544.0, 512.0),
+    (768, 60224.0, 959.0),
+    (1024, 76416.0, 1290.0),
+];
+/// The length of Table 2's runs (schbench's default), in seconds.
+const TABLE2_RUN_S: f64 = 30.0;
+
+/// Table 2's row for a thread count, or NaNs for one it does not have.
+fn table2(threads: u32) -> (f64, f64) {
+    TABLE2.iter().find(|r| r.0 == threads).map_or((f64::NAN, f64::NAN), |r| (r.1, r.2))
 }
 
-/// Timers triggered in Fewer Cores, More Hertz, Table 2 (NaN for a thread
-/// count the table does not have).
+fn paper_latency_us(threads: u32) -> f64 {
+    table2(threads).0
+}
+
 fn paper_timers(threads: u32) -> f64 {
-    match threads {
-        64 => 2971.0,
-        128 => 13910.0,
-        192 => 63965.0,
-        256 => 93001.0,
-        512 => 512.0,
-        768 => 959.0,
-        1024 => 1290.0,
-        _ => f64::NAN,
-    }
+    table2(threads).1
 }
 
 /// The new scheduler of Haiku's scheduler post: the sched_ext program in
