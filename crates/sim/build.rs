@@ -40,8 +40,6 @@ fn main() {
     fs::write(out.join("wc_scx_tables.h"), tables(&program)).unwrap();
     let intf = fs::read_to_string("../sched/src/bpf/intf.h").expect("reading crates/sched/src/bpf/intf.h");
     fs::write(out.join("wc_stat_names.rs"), enum_names(&intf, "wc_stat", "WC_ST_")).unwrap();
-    // Policy names are clap's: words joined by '-' (haiku-low-latency).
-    fs::write(out.join("wc_policy_names.rs"), enum_names(&intf, "wc_policy", "WC_POLICY_").replace('_', "-")).unwrap();
     let enums = fs::read_to_string(scx_h.join("scx/enums.autogen.bpf.h")).unwrap();
     fs::write(out.join("wc_scx_enum_undefs.h"), enum_undefs(&enums)).unwrap();
 

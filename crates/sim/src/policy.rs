@@ -222,7 +222,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}, {}",
             POLICIES.join(", "),
-            crate::scx::SCX_POLICIES.iter().map(|n| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
+            warmcore_sched_settings::Policy::ALL.iter().map(|p| format!("scx:{}", p.name())).collect::<Vec<_>>().join(", ")
         ))),
     }
 }
