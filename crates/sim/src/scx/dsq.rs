@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Dispatch queues as the sched_ext core keeps them (kernel/sched/ext.c).
+
+use super::*;
+
+/// A dispatch queue: FIFO, or ordered by vtime (then by arrival).
+#[derive(Default)]
+pub(super) struct Dsq {
+    pub(super) fifo: VecDeque<Tid>,
+    pub(super) by_vtime: BTreeMap<(u64, u64), Tid>,
+}
+
+impl Dsq {
+    pub(super) fn len(&self) -> usize {
+        self.fifo.len() + self.by_vtime.len()
+    }
+    pub(super) fn contains(&self, t: Tid) -> bool {
+        self.fifo.contains(&t) || self.by_vtime.values().any(|&u| u == t)
+    }
+    /// Take `t` out; false if it is not queued here.
+    pub(super) fn remove(&mut self, t: Tid) -> bool {
+        if let Some(i) = self.fifo.iter().position(|&u| u == t) {
+            self.fifo.remove(i);
+            return true;
+        }
+        match self.by_vtime.iter().find(|(_, &u)| u == t).map(|(k, _)| *k) {
+            Some(key) => self.by_vtime.remove(&key).is_some(),
+            None => false,
+        }
+    }
+    /// The first task in queue order that may run on `cpu`, taken out.
+    pub(super) fn take_for(&mut self, cpu: u32, allowed: impl Fn(Tid, u32) -> bool) -> Option<Tid> {
+        if let Some(i) = self.fifo.iter().position(|&t| allowed(t, cpu)) {
+            return self.fifo.remove(i);
+        }
+        let key = *self.by_vtime.iter().find(|(_, &t)| allowed(t, cpu))?.0;
+        self.by_vtime.remove(&key)
+    }
+}

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The kernel side of the program: what the sched_ext core keeps per task
+//! and per CPU, the built-in idle tracking and default CPU selection
+//! (ext_idle.c), local queues and inserts, and slice charging.
+
+use super::*;
+
+/// What the kernel keeps of a task for sched_ext.
+pub(super) struct TaskState {
+    pub(super) p: TaskPtr,
+    /// sum_exec_runtime, and when the current stint's charging started.
+    pub(super) runtime: u64,
+    pub(super) charged_at: u64,
+    /// The task's only CPU, for a pinned task.
+    pub(super) pinned: Option<u32>,
+    /// A direct dispatch from select_cpu: (queue kind, id, flags), applied at enqueue.
+    pub(super) direct: Option<(u32, u64, u32)>,
+    /// Runnable and not running since (the watchdog's runnable_at).
+    pub(super) runnable_at: Option<u64>,
+}
+
+/// Whether task `t` may run on `cpu` (a task the program no longer knows
+/// may not).
+pub(super) fn may_run(tasks: &[Option<TaskState>], t: Tid, cpu: u32) -> bool {
+    tasks[t as usize].as_ref().is_some_and(|s| s.pinned.is_none_or(|p| p == cpu))
+}
+
+/// Where inserts go and what LOCAL means, by the operation being run.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Context {
+    Other,
+    SelectCpu(Tid),
+    Dispatch(u32),
+}
+
+/// A CPU mask as the program's (bit n of word n / 64 for CPU n), for the
+/// 1024 CPUs the program handles (WC_MAX_CPUS); the kernel's masks are
+/// longer, and CPUs beyond never set.
+pub(super) type Mask = [u64; 16];
+
+pub(super) fn mask_of(cpus: impl Iterator<Item = u32>) -> Mask {
+    let mut m = [0u64; 16];
+    for c in cpus {
+        m[c as usize / 64] |= 1 << (c % 64);
+    }
+    m
+}
+
+/// The kernel side: everything the program's kfuncs act on.
+pub(super) struct Kernel {
+    pub(super) sim: *mut Sim,
+    pub(super) cpu: u32,
+    /// CPUs the kernel's helpers looked at for the program in the current
+    /// select_cpu: one per CPU tested or read, one per 64-CPU word of a
+    /// cpumask search (docs/model.md, The kernel's own time).
+    pub(super) scans: u32,
+    pub(super) context: Context,
+    pub(super) nr_cpus: u32,
+    pub(super) smt: bool,
+    pub(super) cpu_core: Vec<u32>,
+    pub(super) core_cpus: Vec<Vec<u32>>,
+    pub(super) cpu_die: Vec<u32>,
+    /// Every CPU, and each LLC's (die's) CPUs.
+    pub(super) all: Mask,
+    pub(super) llc_masks: Vec<Mask>,
+    pub(super) max_khz: u32,
+    pub(super) tasks: Vec<Option<TaskState>>,
+    pub(super) pid_tid: BTreeMap<i32, Tid>,
+    pub(super) local: Vec<VecDeque<Tid>>,
+    pub(super) global: Dsq,
+    pub(super) user: BTreeMap<u64, Dsq>,
+    /// Moves made by the current ops.dispatch call.
+    pub(super) dispatched: u32,
+    pub(super) idle_cpu: Box<[u64; abi::MASK_WORDS]>,
+    pub(super) idle_smt: Box<[u64; abi::MASK_WORDS]>,
+    /// The idle state ops.update_idle was last told, per CPU.
+    pub(super) told_idle: Vec<bool>,
+    /// cpumask_any_and_distribute's per-CPU cursor.
+    pub(super) cursor: Vec<u32>,
+    pub(super) cpuperf_one: u32,
+    /// The program's live DSQ iterators, by slot.
+    pub(super) iters: Vec<Option<DsqIter>>,
+    /// Program timers: the simulator's timer and the arming CPU, by slot.
+    pub(super) timers: Vec<Option<(TimerId, u32)>>,
+    pub(super) error: Option<String>,
+    /// The program's entry points (for the kfuncs that act on a task).
+    pub(super) fns: *const program::Fns,
+}
+
+impl Kernel {
+    pub(super) fn sim(&mut self) -> &mut Sim {
+        // SAFETY: set by ScxPolicy::call to the `&mut Sim` of the policy hook
+        // that is running; the hook does not touch it while the program runs,
+        // and the program calls back only from within that call.
+        unsafe { &mut *self.sim }
+    }
+    pub(super) fn ts(&self, t: Tid) -> &TaskState {
+        self.tasks[t as usize].as_ref().expect("a task the program knows")
+    }
+    pub(super) fn ts_mut(&mut self, t: Tid) -> &mut TaskState {
+        self.tasks[t as usize].as_mut().expect("a task the program knows")
+    }
+    pub(super) fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            self.error = Some(msg);
+        }
+    }
+    pub(super) fn cpu_valid(&mut self, cpu: i32, what: &str) -> bool {
+        if cpu >= 0 && (cpu as u32) < self.nr_cpus {
+            true
+        } else {
+            self.fail(format!("invalid CPU {cpu} {what}"));
+            false
+        }
+    }
+    pub(super) fn allowed(&self, t: Tid, cpu: u32) -> bool {
+        may_run(&self.tasks, t, cpu)
+    }
+    pub(super) fn bit(mask: &[u64], cpu: u32) -> bool {
+        mask[cpu as usize / 64] >> (cpu % 64) & 1 == 1
+    }
+    pub(super) fn set_bit(mask: &mut [u64], cpu: u32, on: bool) {
+        if on {
+            mask[cpu as usize / 64] |= 1 << (cpu % 64);
+        } else {
+            mask[cpu as usize / 64] &= !(1 << (cpu % 64));
+        }
+    }
+
+    /// ext_idle.c, update_builtin_idle: the CPU bit, and the core's SMT bits
+    /// when all its threads are idle.
+    pub(super) fn set_idle(&mut self, cpu: u32, idle: bool) {
+        Self::set_bit(&mut self.idle_cpu[..], cpu, idle);
+        if self.smt {
+            let core = self.cpu_core[cpu as usize] as usize;
+            let all = self.core_cpus[core].iter().all(|&s| Self::bit(&self.idle_cpu[..], s));
+            for i in 0..self.core_cpus[core].len() {
+                let s = self.core_cpus[core][i];
+                Self::set_bit(&mut self.idle_smt[..], s, idle && all);
+            }
+        }
+    }
+
+    /// ext_idle.c, scx_idle_test_and_clear_cpu: claim an idle CPU (and take
+    /// its core out of the fully idle cores).
+    pub(super) fn test_and_clear_idle(&mut self, cpu: u32) -> bool {
+        self.scans += 1;
+        if cpu >= self.nr_cpus {
+            return false;
+        }
+        if self.smt {
+            let core = self.cpu_core[cpu as usize] as usize;
+            for i in 0..self.core_cpus[core].len() {
+                let s = self.core_cpus[core][i];
+                Self::set_bit(&mut self.idle_smt[..], s, false);
+            }
+        }
+        let was = Self::bit(&self.idle_cpu[..], cpu);
+        Self::set_bit(&mut self.idle_cpu[..], cpu, false);
+        was
+    }
+
+    /// The built-in idle search's use of `any_and_distribute`.
+    pub(super) fn idle_and_distribute(&mut self, smt: bool, allowed: &Mask) -> Option<u32> {
+        let idle: Mask = if smt { &self.idle_smt } else { &self.idle_cpu }[..16].try_into().unwrap();
+        self.any_and_distribute(&idle, allowed)
+    }
+
+    /// cpumask_any_and_distribute: the first CPU after the calling CPU's
+    /// cursor set in both `a` and `b`, wrapping; the cursor moves to it. One
+    /// cursor per CPU serves every caller, the kernel's idle search and the
+    /// program's bpf_cpumask_any_and_distribute alike, as in lib/cpumask.c.
+    pub(super) fn any_and_distribute(&mut self, a: &Mask, b: &Mask) -> Option<u32> {
+        let n = self.nr_cpus;
+        let words = n.div_ceil(64) as usize;
+        let here = self.cpu as usize;
+        let start = (self.cursor[here] + 1) % n;
+        // From `start` to the end, then from 0 to `start`.
+        let (w0, b0) = (start as usize / 64, start % 64);
+        for i in 0..=words {
+            let w = (w0 + i) % words;
+            self.scans += 1;
+            let mut bits = a[w] & b[w];
+            if i == 0 {
+                bits &= u64::MAX << b0;
+            } else if i == words {
+                bits &= !(u64::MAX << b0);
+            }
+            if bits != 0 {
+                let c = (w * 64) as u32 + bits.trailing_zeros();
+                if c < n {
+                    self.cursor[here] = c;
+                    return Some(c);
+                }
+            }
+        }
+        None
+    }
+
+    /// ext_idle.c, scx_pick_idle_cpu: a fully idle core first (with SMT),
+    /// else any idle CPU, claimed.
+    pub(super) fn pick_idle(&mut self, allowed: &Mask, core_only: bool) -> Option<u32> {
+        loop {
+            let mut found = None;
+            if self.smt {
+                found = self.idle_and_distribute(true, allowed);
+                if found.is_none() && core_only {
+                    return None;
+                }
+            }
+            let cpu = match found {
+                Some(c) => c,
+                None => self.idle_and_distribute(false, allowed)?,
+            };
+            if self.test_and_clear_idle(cpu) {
+                return Some(cpu);
+            }
+        }
+    }
+
+    /// The CPUs a task may run on.
+    pub(super) fn task_mask(&self, t: Tid) -> Mask {
+        match self.ts(t).pinned {
+            None => self.all,
+            Some(c) => mask_of(std::iter::once(c)),
+        }
+    }
+
+    /// ext_idle.c, scx_select_cpu_dfl (the topology-aware version of 6.14
+    /// and later): with WAKE_SYNC, prev if it shares the waker's LLC and is
+    /// idle, else the waker's CPU if its local queue is empty and some CPU is
+    /// idle; then a fully idle core (prev's, then prev's LLC, then any);
+    /// then prev; then an idle CPU in prev's LLC, then any. Returns the CPU
+    /// and whether it was found idle (and claimed).
+    pub(super) fn select_cpu_dfl(&mut self, t: Tid, prev: u32, sync: bool) -> (u32, bool) {
+        let allowed = self.task_mask(t);
+        let prev = if prev < self.nr_cpus { prev } else { 0 };
+        let llc = self.cpu_die[prev as usize] as usize;
+        let split_llc = self.llc_masks.len() > 1;
+        let mut in_llc = allowed;
+        for (w, l) in in_llc.iter_mut().zip(self.llc_masks[llc].iter()) {
+            *w &= l;
+        }
+        let ok = |c: u32| Self::bit(&allowed, c);
+        if sync {
+            let waker = self.cpu;
+            if self.cpu_die[waker as usize] as usize == llc && self.test_and_clear_idle(prev) {
+                return (prev, true);
+            }
+            let curr = self.sim().cpu(waker).curr;
+            let exiting = curr.is_some_and(|w| self.sim().task(w).state == TState::Dead);
+            if !exiting && self.local[waker as usize].is_empty() && self.idle_cpu.iter().any(|&w| w != 0) && ok(waker)
+            {
+                return (waker, true);
+            }
+        }
+        if self.smt {
+            if Self::bit(&self.idle_smt[..], prev) && self.test_and_clear_idle(prev) {
+                return (prev, true);
+            }
+            if split_llc {
+                if let Some(c) = self.pick_idle(&in_llc, true) {
+                    return (c, true);
+                }
+            }
+            if let Some(c) = self.pick_idle(&allowed, true) {
+                return (c, true);
+            }
+        }
+        if ok(prev) && self.test_and_clear_idle(prev) {
+            return (prev, true);
+        }
+        if split_llc {
+            if let Some(c) = self.pick_idle(&in_llc, false) {
+                return (c, true);
+            }
+        }
+        if let Some(c) = self.pick_idle(&allowed, false) {
+            return (c, true);
+        }
+        (prev, false)
+    }
+
+    /// The CPU whose local queue LOCAL names in the current context.
+    pub(super) fn local_cpu(&mut self, t: Option<Tid>) -> u32 {
+        match self.context {
+            Context::Dispatch(c) => c,
+            _ => match t {
+                Some(t) => self.sim().task(t).cpu,
+                None => self.cpu,
+            },
+        }
+    }
+
+    pub(super) fn push_local(&mut self, cpu: u32, t: Tid, head: bool) {
+        if head {
+            self.local[cpu as usize].push_front(t);
+        } else {
+            self.local[cpu as usize].push_back(t);
+        }
+        // A task in the local queue of an idle CPU wakes it (the kernel's
+        // resched of the idle task when a task lands in its local queue).
+        self.sim().kick(cpu);
+    }
+
+    /// Put `t` in a queue (ext.c, dispatch_enqueue).
+    pub(super) fn insert(&mut self, t: Tid, kind: u32, id: u64, vtime: Option<u64>, enq: u32) {
+        let head = enq & abi::ENQ_HEAD != 0;
+        match kind {
+            abi::DSQ_LOCAL | abi::DSQ_LOCAL_ON => {
+                let cpu = if kind == abi::DSQ_LOCAL { self.local_cpu(Some(t)) } else { id as u32 };
+                if kind == abi::DSQ_LOCAL_ON && !self.cpu_valid(cpu as i32, "in SCX_DSQ_LOCAL_ON") {
+                    return;
+                }
+                if vtime.is_some() {
+                    self.fail("cannot use vtime ordering for the built-in local queues".into());
+                    return;
+                }
+                if !self.allowed(t, cpu) {
+                    self.fail(format!("task {t} cannot run on CPU {cpu}"));
+                    return;
+                }
+                // The task moves with its queue (ext.c, move_remote_task_to_local_dsq).
+                if self.sim().task(t).state == TState::Runnable {
+                    self.sim().set_task_cpu(t, cpu);
+                }
+                self.push_local(cpu, t, head);
+            }
+            abi::DSQ_GLOBAL | abi::DSQ_USER => {
+                let q = if kind == abi::DSQ_GLOBAL {
+                    &mut self.global
+                } else {
+                    match self.user.get_mut(&id) {
+                        Some(q) => q,
+                        None => {
+                            self.fail(format!("non-existent DSQ 0x{id:x}"));
+                            return;
+                        }
+                    }
+                };
+                match vtime {
+                    Some(v) => {
+                        if !q.fifo.is_empty() {
+                            self.fail(format!("DSQ 0x{id:x} already had FIFO-enqueued tasks"));
+                            return;
+                        }
+                        let seq = self.dispatched as u64 ^ (t as u64) << 32;
+                        let mut key = (v, seq);
+                        while q.by_vtime.contains_key(&key) {
+                            key.1 += 1;
+                        }
+                        q.by_vtime.insert(key, t);
+                    }
+                    None => {
+                        if !q.by_vtime.is_empty() {
+                            self.fail(format!("DSQ 0x{id:x} already had PRIQ-enqueued tasks"));
+                            return;
+                        }
+                        if head {
+                            q.fifo.push_front(t);
+                        } else {
+                            q.fifo.push_back(t);
+                        }
+                    }
+                }
+            }
+            _ => self.fail(format!("invalid DSQ ID 0x{id:x}")),
+        }
+    }
+
+    pub(super) fn dsq(&mut self, kind: u32, id: u64) -> Option<&mut Dsq> {
+        match kind {
+            abi::DSQ_GLOBAL => Some(&mut self.global),
+            abi::DSQ_USER => self.user.get_mut(&id),
+            _ => None,
+        }
+    }
+    pub(super) fn dsq_ref(&self, kind: u32, id: u64) -> Option<&Dsq> {
+        match kind {
+            abi::DSQ_GLOBAL => Some(&self.global),
+            abi::DSQ_USER => self.user.get(&id),
+            _ => None,
+        }
+    }
+}
+
+impl Kernel {
+    /// update_curr_scx: charge the running task's time since it was last
+    /// charged, to its runtime and its slice.
+    pub(super) fn charge(&mut self, t: Tid) {
+        let now = self.sim().now();
+        let f = k_fns(self);
+        let s = self.tasks[t as usize].as_mut().unwrap();
+        let d = now.saturating_sub(s.charged_at);
+        s.charged_at = now;
+        s.runtime += d;
+        // SAFETY: p is a live task of this program.
+        unsafe {
+            (f.task_set_runtime)(s.p, s.runtime);
+            let slice = (f.task_slice)(s.p);
+            if (f.slice_inf_is)(slice) == 0 {
+                (f.task_set_slice)(s.p, slice.saturating_sub(d));
+            }
+        }
+    }
+}
