@@ -114,6 +114,9 @@ fn ms(ns: f64) -> String {
 }
 
 pub fn sim(a: SimArgs) -> Result<()> {
+    if a.trace.as_deref().is_some_and(warmcore_trace::output::is_stdout) {
+        bail!("--trace: the report goes to standard output: give a file, a pipe or /dev/null");
+    }
     let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
     cfg.trace = a.trace.clone();
     cfg.limits = limits(a.max_time, a.max_events);

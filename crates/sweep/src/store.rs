@@ -20,6 +20,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_128;
+use warmcore_trace::output::Output;
 
 use crate::spec::{Kind, Plan, Run};
 
@@ -128,13 +129,14 @@ impl Store {
     pub fn write_table(&self, plan: &Plan, keys: &[String]) -> Result<usize, String> {
         let batch = table(plan, keys, &self.done)?;
         let path = self.dir.join("results.parquet");
-        let tmp = self.dir.join(".results.parquet.tmp");
-        let f = File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        // Written aside and renamed (warmcore_trace::output): a reader never sees half a file.
+        let out = Output::create(&path, &[]).map_err(|e| format!("cannot write {e}"))?;
+        let f = out.file().map_err(|e| format!("cannot write {e}"))?;
         let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
         let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
         w.write(&batch).map_err(|e| e.to_string())?;
-        w.close().map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        w.close().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        out.commit().map_err(|e| format!("cannot write {e}"))?;
         Ok(batch.num_rows())
     }
 }

@@ -135,7 +135,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Synth { output, events, cpus, seed, zstd } => {
             let opts = warmcore_trace::synth::SynthOptions { events, cpus, seed, zstd_level: zstd };
             let n = warmcore_trace::synth::generate(&output, &opts)?;
-            println!("wrote {n} events on {cpus} CPUs to {}", output.display());
+            say(&output, format!("wrote {n} events on {cpus} CPUs to {}", output.display()));
             Ok(())
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
@@ -148,6 +148,16 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             }
             export::run(&open(&file)?, perfetto.as_deref(), parquet.as_deref(), from, to)
         }
+    }
+}
+
+/// A writer's summary line: on stdout, or on stderr when the output itself
+/// goes to stdout.
+pub fn say(output: &std::path::Path, line: String) {
+    if warmcore_trace::output::is_stdout(output) {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
     }
 }
 
