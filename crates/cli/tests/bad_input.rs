@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Bad input that used to lose data or never end (docs/conventions.md).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn warmcore_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warmcore")).current_dir(dir).args(args).output().expect("warmcore runs")
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Refused before the run, in one line naming what is wrong.
+fn refused(dir: &Path, args: &[&str], want: &str) {
+    let o = warmcore_in(dir, args);
+    let e = err(&o);
+    assert!(!o.status.success(), "{args:?} was taken");
+    assert!(!e.contains("panicked"), "{args:?}: {e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: {e}");
+    assert!(e.contains(want), "{args:?}: {e}");
+}
+
+#[test]
+fn workloads_without_bound_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (w, want) in [
+        ("hackbench:groups=0", "groups must be a whole number from 1 to"),
+        ("hackbench:loops=99999999999999999999", "loops must be a whole number from 1 to 1000000000"),
+        ("hackbench:groups=1.5", "groups must be a whole number"),
+        ("hackbench:groups=50000", "tasks: at most 100000"),
+        ("kbuild:jobs=0", "jobs must be a whole number from 1"),
+    ] {
+        refused(d, &["sim", "--workload", w], want);
+    }
+    // Programs that repeat each other in a cycle: refused at load, naming it.
+    let cyclic = r#"
+name = "cycle"
+[[program]]
+name = "a"
+steps = [ { compute_us = 10 }, { repeat = "b", times = 2 } ]
+[[program]]
+name = "b"
+steps = [ { fork = "c" }, { wait = true } ]
+[[program]]
+name = "c"
+steps = [ { repeat = "a", times = 1 }, { exit = true } ]
+[[task]]
+program = "a"
+"#;
+    std::fs::write(d.join("cycle.toml"), cyclic).unwrap();
+    refused(d, &["sim", "--workload", "cycle.toml"], "a -> b -> c -> a");
+    // A fork without bound (no cycle: one program forks sleepers again and
+    // again) stops at the live-task limit.
+    let forever = r#"
+name = "forks"
+[[program]]
+name = "sleeper"
+steps = [ { sleep_us = 1000000000 }, { exit = true } ]
+[[program]]
+name = "one"
+steps = [ { fork = "sleeper" } ]
+[[program]]
+name = "main"
+steps = [ { repeat = "one", times = 1000000000 }, { wait_all = true }, { exit = true } ]
+[[task]]
+program = "main"
+"#;
+    std::fs::write(d.join("forever.toml"), forever).unwrap();
+    refused(d, &["sim", "--workload", "forever.toml"], "100000 tasks alive");
+}
+
+#[test]
+fn the_limits_admit_the_largest_built_in_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    for w in ["hackbench:groups=250,loops=1", "kbuild:files=100000,seq_pre=0,burst=0,seq_post=0"] {
+        let o = warmcore_in(dir.path(), &["sim", "--workload", w, "--max-time", "10ms"]);
+        assert!(o.status.success(), "{w}: {}", err(&o));
+    }
+}
