@@ -118,15 +118,16 @@ fn parse_args() -> Cli {
 
 fn main() {
     let cli = parse_args();
+    // A closed stdout (`warmcore sim ... | head -1`) ends a command quietly,
+    // as it ends cat (exit status 141, killed by SIGPIPE), once its files are
+    // in place: they print after writing. Not the recorder, the scheduler and
+    // the VM, which must finish a trace, detach, or stop QEMU.
+    if !matches!(cli.cmd, Cmd::Record(_) | Cmd::Ftl(_) | Cmd::Sched(_) | Cmd::Vm(_)) {
+        // SAFETY: restoring a signal's default action, before any thread.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let r = match cli.cmd {
-        Cmd::Trace(c) => {
-            // The trace commands only read traces and print (`trace info |
-            // head`): a closed pipe ends them quietly, as it ends cat or perf
-            // script. Not the others: a recorder must finish its trace.
-            // SAFETY: restoring a signal's default action, before any thread.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-            trace::run(c)
-        }
+        Cmd::Trace(c) => trace::run(c),
         Cmd::Record(a) => record::run(a),
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),

@@ -128,6 +128,8 @@ fn path_arg(p: &Path) -> String {
 }
 
 pub fn view(a: ViewArgs) -> Result<()> {
+    // A file that is not a readable trace is an error here, before a server starts.
+    crate::trace::open(&a.file)?;
     run_python("warmcore.view", vec!["serve".into(), path_arg(&a.file), "--port".into(), a.port.to_string(), "--view".into(), a.view])
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Bad input that used to lose data or never end (docs/conventions.md).
 
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn warmcore_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_warmcore")).current_dir(dir).args(args).output().expect("warmcore runs")
@@ -78,5 +79,54 @@ fn the_limits_admit_the_largest_built_in_workloads() {
     for w in ["hackbench:groups=250,loops=1", "kbuild:files=100000,seq_pre=0,burst=0,seq_post=0"] {
         let o = warmcore_in(dir.path(), &["sim", "--workload", w, "--max-time", "10ms"]);
         assert!(o.status.success(), "{w}: {}", err(&o));
+    }
+}
+
+/// A small finished trace, and its bytes.
+fn small_trace(d: &Path) -> Vec<u8> {
+    let o = warmcore_in(d, &["trace", "synth", "-o", "whole.wct", "--events", "3000", "--cpus", "2"]);
+    assert!(o.status.success(), "{}", err(&o));
+    std::fs::read(d.join("whole.wct")).unwrap()
+}
+
+/// `warmcore ... | head -1`: the command ends at the closed pipe without a
+/// panic, killed by SIGPIPE as `cat` is, or done before it.
+#[test]
+fn every_command_piped_into_head_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_trace(d);
+    let cmds: &[&[&str]] = &[
+        &["sim", "--workload", "hackbench:groups=1,loops=5"],
+        &["sim", "--workload", "hackbench:groups=1,loops=5", "--json"],
+        &["compare", "--workload", "hackbench:groups=1,loops=5", "--runs", "1", "--policies", "cfs,slocal"],
+        &["trace", "info", "whole.wct"],
+        &["trace", "dump", "whole.wct"],
+        &["trace", "stats", "whole.wct"],
+        &["trace", "chains", "whole.wct"],
+        &["trace", "export", "whole.wct", "--parquet", "-"],
+        &["trace", "synth", "-o", "s.wct", "--events", "1000"],
+        &["--help"],
+    ];
+    for args in cmds {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+            .current_dir(d)
+            .args(*args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one line, then close the pipe, as head -1 does.
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = Vec::new();
+        out.read_until(b'\n', &mut line).unwrap();
+        drop(out);
+        let mut e = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+        let status = child.wait().unwrap();
+        assert!(!e.contains("panicked") && !e.contains("Broken pipe"), "{args:?}: {e}");
+        assert!(status.success() || status.signal() == Some(libc::SIGPIPE), "{args:?}: {status:?} {e}");
     }
 }
