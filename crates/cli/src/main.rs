@@ -18,6 +18,10 @@ mod vm;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Refuse an incomplete trace (a recording cut short) instead of
+    /// reading it as far as it goes with a warning.
+    #[arg(long, global = true)]
+    strict: bool,
 }
 
 #[derive(Subcommand)]
@@ -118,6 +122,7 @@ fn parse_args() -> Cli {
 
 fn main() {
     let cli = parse_args();
+    trace::STRICT.store(cli.strict, std::sync::atomic::Ordering::Relaxed);
     // A closed stdout (`warmcore sim ... | head -1`) ends a command quietly,
     // as it ends cat (exit status 141, killed by SIGPIPE), once its files are
     // in place: they print after writing. Not the recorder, the scheduler and

@@ -117,6 +117,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if a.trace.as_deref().is_some_and(warmcore_trace::output::is_stdout) {
         bail!("--trace: the report goes to standard output: give a file, a pipe or /dev/null");
     }
+    replayed_trace(&a.workload)?;
     let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
     cfg.trace = a.trace.clone();
     cfg.limits = limits(a.max_time, a.max_events);
@@ -129,6 +130,19 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if r.ejected {
         // The report and the trace up to the ejection are kept.
         bail!("{}", r.partial.as_deref().unwrap_or("the scheduler was ejected"));
+    }
+    Ok(())
+}
+
+/// A replayed trace is read as every trace is (crate::trace::open): an
+/// incomplete one gets a warning, or with --strict is refused.
+fn replayed_trace(workload: &str) -> Result<()> {
+    if let ("replay", params) = warmcore_sim::parse_spec(workload) {
+        if let [(k, f)] = params.as_slice() {
+            if k == "trace" {
+                crate::trace::open(std::path::Path::new(f))?;
+            }
+        }
     }
     Ok(())
 }
@@ -208,6 +222,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let mut metric = String::new();
     let mut lower = true;
     let mut machine = a.machine.clone();
+    replayed_trace(&a.workload)?;
     for p in &policies {
         let mut vals = Vec::new();
         let mut energy = Vec::new();

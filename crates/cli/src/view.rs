@@ -140,6 +140,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
     let (Some(file), Some(output)) = (a.file, a.output) else {
         bail!("warmcore plot takes a trace and -o OUT.png, or `sweep DIR --x AXIS --y METRIC` (see `warmcore plot --help`)");
     };
+    crate::trace::open(&file)?;
     let mut args = vec!["plot".into(), path_arg(&file), "--view".into(), a.view, "-o".into(), path_arg(&output)];
     if let Some(f) = a.from {
         args.extend(["--from".into(), f.to_string()]);

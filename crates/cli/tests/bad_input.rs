@@ -89,6 +89,43 @@ fn small_trace(d: &Path) -> Vec<u8> {
     std::fs::read(d.join("whole.wct")).unwrap()
 }
 
+#[test]
+fn every_reader_of_a_cut_trace_warns_or_fails_never_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let whole = small_trace(d);
+    let readers: &[&[&str]] = &[
+        &["trace", "info", "cut.wct"],
+        &["trace", "dump", "cut.wct"],
+        &["trace", "stats", "cut.wct"],
+        &["trace", "chains", "cut.wct"],
+        &["trace", "export", "cut.wct", "--parquet", "/dev/null"],
+        &["trace", "export", "cut.wct", "--perfetto", "/dev/null"],
+        &["trace", "lod", "cut.wct"],
+        &["sim", "--workload", "replay:trace=cut.wct", "--max-time", "1ms"],
+    ];
+    // Inside the prelude, the header, the chunks, the index, the trailer.
+    let n = whole.len();
+    let cuts = [0, 7, 20, 100, n / 4, n / 2, 3 * n / 4, n - 40, n - 9, n - 1];
+    for &cut in &cuts {
+        std::fs::write(d.join("cut.wct"), &whole[..cut]).unwrap();
+        for args in readers {
+            let o = warmcore_in(d, args);
+            let e = err(&o);
+            assert!(!e.contains("panicked"), "{args:?} at {cut}: {e}");
+            let said = e.contains("incomplete trace") || !o.status.success();
+            assert!(said, "{args:?} at {cut} of {n} bytes said nothing");
+            if o.status.success() {
+                assert!(e.lines().any(|l| l.contains("usable")), "{args:?} at {cut}: {e}");
+            }
+        }
+        // --strict turns the warning into an error.
+        let o = warmcore_in(d, &["trace", "dump", "cut.wct", "--strict"]);
+        assert!(!o.status.success(), "--strict took a trace cut at {cut}");
+    }
+    let _ = std::fs::remove_file(d.join("cut.wct.lod"));
+}
+
 /// `warmcore ... | head -1`: the command ends at the closed pipe without a
 /// panic, killed by SIGPIPE as `cat` is, or done before it.
 #[test]

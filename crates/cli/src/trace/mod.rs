@@ -161,8 +161,25 @@ pub fn say(output: &std::path::Path, line: String) {
     }
 }
 
+/// `--strict`: an incomplete trace is an error, not a warning.
+pub static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Open a trace for any command that reads one: an incomplete trace (a
+/// recording cut short) gets one warning line saying how much of it is
+/// usable, or, with `--strict`, is an error.
 pub fn open(file: &std::path::Path) -> Result<Trace> {
-    Ok(Trace::open(file)?)
+    let t = Trace::open(file)?;
+    if let Some(why) = &t.incomplete {
+        let usable = match t.span() {
+            Some((a, b)) => format!("{} events over {} are usable", t.event_count(), crate::time::show_ns(b - a)),
+            None => "no event is usable".to_string(),
+        };
+        if STRICT.load(std::sync::atomic::Ordering::Relaxed) {
+            anyhow::bail!("{}: incomplete trace ({why}); {usable}; without --strict it is read as far as it goes", t.path());
+        }
+        eprintln!("warmcore: warning: {}: incomplete trace ({why}); {usable} (--strict refuses it)", t.path());
+    }
+    Ok(t)
 }
 
 /// A window given relative to the trace's start, as absolute timestamps.
