@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Bad input that used to lose data or never end (docs/conventions.md).
+//! Bad input that used to lose data or never end: workloads without bound,
+//! traces cut short, closed pipes, empty windows (docs/conventions.md).
 
 use std::io::Read;
 use std::path::Path;
@@ -124,6 +125,22 @@ fn every_reader_of_a_cut_trace_warns_or_fails_never_silently() {
         assert!(!o.status.success(), "--strict took a trace cut at {cut}");
     }
     let _ = std::fs::remove_file(d.join("cut.wct.lod"));
+}
+
+#[test]
+fn empty_and_reversed_windows_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_trace(d);
+    for args in [
+        &["trace", "dump", "whole.wct", "--from", "5ms", "--to", "1ms"][..],
+        &["trace", "dump", "whole.wct", "--from", "1ms", "--to", "1ms"],
+        &["trace", "export", "whole.wct", "--parquet", "w.parquet", "--from", "2", "--to", "1"],
+        &["plot", "whole.wct", "--from", "5ms", "--to", "1ms", "-o", "w.png"],
+    ] {
+        refused(d, args, "is not before --to");
+    }
+    assert!(!d.join("w.parquet").exists() && !d.join("w.png").exists());
 }
 
 /// `warmcore ... | head -1`: the command ends at the closed pipe without a

@@ -13,7 +13,7 @@ pub fn run(t: &Trace, perfetto_out: Option<&Path>, parquet_out: Option<&Path>, f
             bail!("{}: --perfetto and --parquet name the same file: give each its own", a.display());
         }
     }
-    let w = super::window(t, from, to);
+    let w = super::window(t, from, to)?;
     if let Some(out) = perfetto_out {
         let s = perfetto::export(t, w, out)?;
         let mut line = format!(

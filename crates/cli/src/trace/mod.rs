@@ -29,7 +29,7 @@ pub enum TraceCmd {
         /// Only this CPU (repeat for several).
         #[arg(long)]
         cpu: Vec<u32>,
-        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, 123ns; a bare number is seconds).
         #[arg(long, value_parser = parse_ns)]
         from: Option<u64>,
         /// End of the window (exclusive), relative to the trace's first event.
@@ -117,7 +117,7 @@ pub enum TraceCmd {
         /// Write a parquet table here (e.g. OUT.parquet).
         #[arg(long, value_name = "OUT")]
         parquet: Option<PathBuf>,
-        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, 123ns; a bare number is seconds).
         #[arg(long, value_parser = parse_ns)]
         from: Option<u64>,
         /// End of the window (exclusive), relative to the trace's first event.
@@ -182,13 +182,15 @@ pub fn open(file: &std::path::Path) -> Result<Trace> {
     Ok(t)
 }
 
-/// A window given relative to the trace's start, as absolute timestamps.
-pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Window {
+/// A window given relative to the trace's start, as absolute timestamps;
+/// an empty or reversed one is refused.
+pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Result<Window> {
+    warmcore_args::window(from, to).map_err(anyhow::Error::msg)?;
     let base = t.span().map(|s| s.0).unwrap_or(0);
-    Window {
+    Ok(Window {
         from: from.map(|f| base.saturating_add(f)).unwrap_or(0),
         to: to.map(|x| base.saturating_add(x)).unwrap_or(u64::MAX),
-    }
+    })
 }
 
 /// Check CPU numbers against the trace, naming the first bad one.
