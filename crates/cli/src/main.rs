@@ -131,6 +131,21 @@ fn main() {
         // SAFETY: restoring a signal's default action, before any thread.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    // Ctrl-C or SIGTERM while a command writes: its temporary files are
+    // removed, so each output keeps its previous content (or stays absent),
+    // and one line says so. The sweep keeps finished runs (its own handler);
+    // the recorder, the scheduler and the VM stop in their own way.
+    if matches!(cli.cmd, Cmd::Trace(_) | Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Reproduce(_)) {
+        let _ = ctrlc::set_handler(|| {
+            let left = warmcore_trace::output::abandon_all();
+            if left.is_empty() {
+                eprintln!("warmcore: interrupted");
+            } else {
+                eprintln!("warmcore: interrupted: not written, left as they were: {}", left.join(", "));
+            }
+            std::process::exit(130);
+        });
+    }
     let r = match cli.cmd {
         Cmd::Trace(c) => trace::run(c),
         Cmd::Record(a) => record::run(a),
