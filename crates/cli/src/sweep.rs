@@ -37,7 +37,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub retry_failed: bool,
     /// Start over on a directory that holds the results of another spec
-    /// (its runs.jsonl and results.parquet are removed).
+    /// (its runs.jsonl is emptied and results.parquet removed).
     #[arg(long)]
     pub force: bool,
     /// Replace a list of the spec for this sweep: machines, governors or

@@ -43,28 +43,6 @@ pub fn run_key(run: &Run, plan: &Plan) -> String {
     format!("{:032x}", XxHash3_128::oneshot(cfg.to_string().as_bytes()))
 }
 
-/// What identifies a sweep's spec: its runs, their limits and the metrics
-/// kept (not the version that runs them: a new version resumes a sweep).
-pub fn plan_key(plan: &Plan) -> String {
-    let mut runs: Vec<String> = plan
-        .runs
-        .iter()
-        .map(|r| serde_json::json!([r.machine, r.workload, r.policy, r.governor, r.seed]).to_string())
-        .collect();
-    runs.sort();
-    runs.dedup();
-    let all = serde_json::json!({
-        "runs": runs,
-        "max_sim_ns": plan.limits.max_sim_ns,
-        "max_events": plan.limits.max_events,
-        "metrics": plan.metrics,
-    });
-    format!("{:032x}", XxHash3_128::oneshot(all.to_string().as_bytes()))
-}
-
-/// The file that names the spec a directory's results belong to.
-const PLAN_FILE: &str = "plan.key";
-
 /// One finished run, as the journal keeps it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Record {
@@ -135,33 +113,32 @@ impl Store {
         Ok(Store { dir: dir.to_path_buf(), journal, _lock: lock, done, dropped_lines })
     }
 
-    /// Claim the directory for `plan`: a directory holding the results of
-    /// another spec (or results that name none) is refused, unless `force`
-    /// says to start over, which empties the journal and removes the table.
+    /// Claim the directory for `plan`: one whose journal holds runs, none of
+    /// which is one of `plan`'s, holds another spec's results and is refused,
+    /// unless `force` says to start over, which empties the journal and
+    /// removes the table. A spec narrowed or extended (`--set seeds=...`)
+    /// shares runs with the one before and resumes it.
     pub fn claim(&mut self, plan: &Plan, force: bool) -> Result<(), String> {
-        let key = plan_key(plan);
-        let key_path = self.dir.join(PLAN_FILE);
-        let table = self.dir.join("results.parquet");
-        let had = std::fs::read_to_string(&key_path).ok();
-        if had.as_deref().map(str::trim) == Some(key.as_str()) {
+        let same = |rec: &Record, r: &Run| {
+            (&rec.machine, &rec.workload, &rec.policy, &rec.governor, rec.seed) == (&r.machine, &r.workload, &r.policy, &r.governor, r.seed)
+        };
+        if self.done.is_empty() || self.done.values().any(|rec| plan.runs.iter().any(|r| same(rec, r))) {
             return Ok(());
         }
-        let results = !self.done.is_empty() || self.dropped_lines > 0 || table.exists();
-        if results && !force {
-            let whose = if had.is_some() { "another sweep spec" } else { "a sweep that names no spec" };
+        if !force {
             return Err(format!(
-                "{} holds the results of {whose}: give another --out, or --force to start over (its results are removed)",
-                self.dir.display()
+                "{} holds the results of another sweep spec (none of its {} runs is one of this spec's): give another --out, or --force to start over (its results are removed)",
+                self.dir.display(),
+                self.done.len()
             ));
         }
-        if results {
-            self.journal.set_len(0).map_err(|e| format!("cannot empty {}: {e}", self.dir.join("runs.jsonl").display()))?;
-            self.done.clear();
-            if std::fs::symlink_metadata(&table).is_ok_and(|m| m.is_file()) {
-                std::fs::remove_file(&table).map_err(|e| format!("cannot remove {}: {e}", table.display()))?;
-            }
+        self.journal.set_len(0).map_err(|e| format!("cannot empty {}: {e}", self.dir.join("runs.jsonl").display()))?;
+        self.done.clear();
+        let table = self.dir.join("results.parquet");
+        if std::fs::symlink_metadata(&table).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&table).map_err(|e| format!("cannot remove {}: {e}", table.display()))?;
         }
-        warmcore_trace::output::write(&key_path, &[], format!("{key}\n").as_bytes()).map_err(|e| format!("cannot write {e}"))
+        Ok(())
     }
 
     /// Append a finished run to the journal, on disk before this returns.

@@ -196,12 +196,19 @@ fn a_directory_of_another_spec_is_refused_unless_forced() {
     sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     let before = std::fs::read(dir.path().join("runs.jsonl")).unwrap();
     let mut other = plan();
+    other.runs.drain(..2);
     other.runs.truncate(1);
     let e = sweep(&other, dir.path(), &local(), false, false, &stop).err().unwrap();
     assert!(e.contains("holds the results of another sweep spec") && e.contains("--force"), "{e}");
     assert_eq!(std::fs::read(dir.path().join("runs.jsonl")).unwrap(), before);
-    // The same spec resumes; --force starts the other one over.
+    // The same spec resumes, extended too; --force starts the other one over.
     assert_eq!(sweep(&p, dir.path(), &local(), false, false, &stop).unwrap().ran, 0);
+    let mut more = plan();
+    more.runs.truncate(3);
+    assert_eq!(sweep(&more, dir.path(), &local(), false, false, &stop).unwrap().ran, 1);
+    let mut other = plan();
+    other.runs.drain(..3);
+    other.runs.truncate(1);
     let s = sweep(&other, dir.path(), &local(), false, true, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (1, 0));
     assert_eq!(table(dir.path()).num_rows(), 1);
