@@ -54,10 +54,12 @@ pub struct SimArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Stop after this much simulated time, in seconds (partial result).
+    /// Stop after this much simulated time, in seconds (partial result);
+    /// without it, after one simulated hour.
     #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
     pub max_time: Option<Duration>,
-    /// Stop after this many trace events (partial result).
+    /// Stop after this many trace events (partial result); without it,
+    /// after 10^10.
     #[arg(long, value_parser = warmcore_args::count::<u64>(1, u64::MAX))]
     pub max_events: Option<u64>,
 }
