@@ -229,6 +229,38 @@ mod tests {
         assert_eq!(count::<u64>(0, u64::MAX)(&u64::MAX.to_string()), Ok(u64::MAX));
     }
 
+    /// Random strings made of the pieces times and counts are written with:
+    /// every one is either taken, within the range, or refused in one line
+    /// naming the range; none panics. Seeded, so every run tries the same.
+    #[test]
+    fn parsers_take_or_refuse_any_string() {
+        const PIECES: &[&str] = &[
+            "0", "1", "9", "00", ".", "-", "+", "e", "E", "5", "inf", "nan", "s", "ms", "us", "ns", " ", "x", "1e400",
+            "99999999999999999999", "\u{b5}s", "\n",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let n = next() % 6;
+            let s: String = (0..n).map(|_| PIECES[(next() % PIECES.len() as u64) as usize]).collect();
+            for bare in [Unit::Ns, Unit::S] {
+                match parse_time(&s, bare, true) {
+                    Ok(d) => assert!(d > Duration::ZERO && d <= Duration::from_secs(MAX_SECS), "{s:?}: {d:?}"),
+                    Err(e) => assert!(e.contains("above 0 and at most") && !e.contains('\n'), "{s:?}: {e}"),
+                }
+            }
+            match parse_count(&s, 1, 1000) {
+                Ok(v) => assert!((1..=1000).contains(&v), "{s:?}: {v}"),
+                Err(e) => assert!(e.ends_with("give a whole number from 1 to 1000") && !e.contains('\n'), "{s:?}: {e}"),
+            }
+        }
+    }
+
     #[test]
     #[should_panic(expected = "does not fit")]
     fn a_range_past_the_type_is_a_programming_error() {
