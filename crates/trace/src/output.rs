@@ -164,9 +164,16 @@ impl Output {
     pub fn commit(mut self) -> Result<()> {
         match self.kind.take().expect("committed once") {
             Kind::Temp(t) => {
-                pending().retain(|(p, _)| p != t.path());
-                t.as_file().sync_data().map_err(|e| TraceError::io(&self.name, e))?;
-                t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error))?;
+                let tmp = t.path().to_path_buf();
+                // On an error the temporary file is removed as `t` drops.
+                let r = t
+                    .as_file()
+                    .sync_data()
+                    .map_err(|e| TraceError::io(&self.name, e))
+                    .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error)));
+                // Only now: an interrupt before the rename still removes it.
+                pending().retain(|(p, _)| *p != tmp);
+                r?;
             }
             Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e))?,
         }
