@@ -154,12 +154,6 @@ impl Output {
         &self.name
     }
 
-    /// Whether the output is standard output (so a command's summary goes to
-    /// standard error instead).
-    pub fn is_stdout(&self) -> bool {
-        is_stdout(Path::new(&self.name))
-    }
-
     /// The writing succeeded: put the file in place.
     pub fn commit(mut self) -> Result<()> {
         match self.kind.take().expect("committed once") {
@@ -192,9 +186,7 @@ pub fn write(path: &Path, inputs: &[&Path], bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn write_with(path: &Path, inputs: &[&Path], bytes: &[u8]) -> Result<()> {
-        write(path, inputs, bytes)
-    }
+    use super::write as write_with;
 
     #[test]
     fn a_regular_file_is_replaced_only_on_commit() {
