@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from . import render, views
+from . import output, render, views
 from .trace import Trace
 
 WIDTH = 1400
@@ -93,14 +93,15 @@ def plot(path, view: str, start=None, end=None, out="out.png", width=WIDTH) -> s
         raise ValueError(f"--from {x0} ns is not before --to {x1} ns (the trace lasts {data.end} ns)")
     layer = views.apply(v, data)
     title = f"{pathlib.Path(trace.path).name}: {v.title}, {x0 / render.MS:.3f}-{x1 / render.MS:.3f} ms"
-    if suffix == ".png":
-        _png(data, layer, x0, x1, title, out, width)
-        mode = "raster"
-    else:
-        from bokeh.io import save
-        from bokeh.resources import INLINE
+    with output.replacing(out, [path]) as tmp:
+        if suffix == ".png":
+            _png(data, layer, x0, x1, title, tmp, width)
+            mode = "raster"
+        else:
+            from bokeh.io import save
+            from bokeh.resources import INLINE
 
-        p, exact = _bokeh_figure(data, layer, x0, x1, title, width)
-        save(p, filename=str(out), resources=INLINE, title=title)
-        mode = "exact segments" if exact else "raster"
+            p, exact = _bokeh_figure(data, layer, x0, x1, title, width)
+            save(p, filename=str(tmp), resources=INLINE, title=title)
+            mode = "exact segments" if exact else "raster"
     return f"wrote {out} ({v.name}, {render.count_in_window(layer, x0, x1)} segments, {mode})"

@@ -616,11 +616,12 @@ def serve(path: str, port: int, view: str = "freq") -> int:
     views.load(view)  # a bad view file fails here, before the server starts
     model = Model(path, view)
     if model.error:
-        print(f"warmcore: {model.error} (the page shows this too)", file=sys.stderr)
-    else:
-        # Compute the first view before the URL is printed, so that the first
-        # picture only costs a raster.
-        model.warm_up()
+        # A file it cannot open ends the command before a server starts.
+        print(f"warmcore: {model.error}", file=sys.stderr)
+        return 1
+    # Compute the first view before the URL is printed, so that the first
+    # picture only costs a raster.
+    model.warm_up()
     from bokeh.application import Application
     from bokeh.application.handlers.function import FunctionHandler
     from bokeh.server.server import Server

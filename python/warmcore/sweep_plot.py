@@ -22,6 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from warmcore import output  # noqa: E402
+
 # Spelled-out forms that repeat an axis of their own (workload = name + parameters).
 DERIVED = {"workload_name", "policy_name"}
 
@@ -111,7 +113,8 @@ def draw(df: pl.DataFrame, axes: list[str], x: str, y: str, by: str | None, heat
     for k in range(n, rows * cols):
         axs[k // cols][k % cols].axis("off")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    with output.replacing(out) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return n
 
@@ -130,7 +133,10 @@ def main(argv=None):
         raise SystemExit(f"warmcore: {a.dir} has no finished runs yet")
     base = a.dir if a.dir.is_dir() else a.dir.parent
     out = a.output or base / f"{a.y}-by-{a.x}.png".replace("/", "_")
-    n = draw(df, axes, a.x, a.y, a.by, a.heat, out)
+    try:
+        n = draw(df, axes, a.x, a.y, a.by, a.heat, out)
+    except ValueError as e:
+        raise SystemExit(f"warmcore: {e}")
     print(f"{out} ({n} panel{'s' if n != 1 else ''})")
 
 

@@ -13,8 +13,8 @@
 //! ```
 //!
 //! Times are a number with an optional unit, `ns`, `us`, `ms` or `s`; a bare
-//! number is in the option's own unit (seconds for `--run-for`, nanoseconds
-//! for a trace window's `--from`). Counts are whole decimal numbers.
+//! number is seconds, in every option (`--run-for 2`, `--from 1.5`). Counts
+//! are whole decimal numbers.
 
 use std::time::Duration;
 
@@ -106,9 +106,23 @@ pub fn positive_secs(s: &str) -> Result<Duration, String> {
     parse_time(s, Unit::S, true)
 }
 
-/// A time in nanoseconds from 0 to [`MAX_SECS`] (trace windows).
+/// A time from 0 to [`MAX_SECS`] in nanoseconds (trace windows); a bare
+/// number is seconds, as in every other option.
 pub fn ns(s: &str) -> Result<u64, String> {
-    parse_time(s, Unit::Ns, false).map(|d| d.as_nanos() as u64)
+    parse_time(s, Unit::S, false).map(|d| d.as_nanos() as u64)
+}
+
+/// A window `from..to` (either end may be open) that is not empty: `to`
+/// after `from`. Times as [`ns`] gives them.
+pub fn window(from: Option<u64>, to: Option<u64>) -> Result<(), String> {
+    match (from, to) {
+        (Some(f), Some(t)) if t <= f => Err(format!(
+            "--from ({} s) is not before --to ({} s): the window is empty; give --to a later time than --from",
+            f as f64 / 1e9,
+            t as f64 / 1e9
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A whole number from `min` to `max` (both included).
@@ -148,9 +162,10 @@ mod tests {
         assert_eq!(ns("1.5s"), Ok(1_500_000_000));
         assert_eq!(ns("200ms"), Ok(200_000_000));
         assert_eq!(ns("40us"), Ok(40_000));
-        assert_eq!(ns("123"), Ok(123));
+        assert_eq!(ns("123ns"), Ok(123));
         assert_eq!(ns("123 ns"), Ok(123));
-        assert_eq!(ns("1e3"), Ok(1000));
+        assert_eq!(ns("2"), Ok(2_000_000_000), "a bare number is seconds");
+        assert_eq!(ns("1e-6"), Ok(1000));
         assert_eq!(secs("2.5"), Ok(Duration::from_millis(2500)));
         assert_eq!(secs("0"), Ok(Duration::ZERO));
         assert_eq!(secs("-0"), Ok(Duration::ZERO));
@@ -181,7 +196,15 @@ mod tests {
         let e = positive_secs("0").unwrap_err();
         assert!(e.starts_with("zero") && e.contains("above 0 and at most 31536000"), "{e}");
         assert!(positive_secs("1e-12").is_err(), "rounds to 0 ns");
-        assert!(ns("1e300").unwrap_err().contains("from 0 to 31536000000000000"));
+        assert!(ns("1e300").unwrap_err().contains("from 0 to 31536000 (365 days)"));
+    }
+
+    #[test]
+    fn empty_and_reversed_windows_are_refused() {
+        assert!(window(Some(1), Some(2)).is_ok() && window(None, Some(0)).is_ok() && window(Some(5), None).is_ok());
+        for (f, t) in [(2, 1), (5, 5)] {
+            assert!(window(Some(f), Some(t)).unwrap_err().contains("is not before --to"));
+        }
     }
 
     #[test]
@@ -204,6 +227,38 @@ mod tests {
             assert!(e.starts_with(why) && e.ends_with("give a whole number from 1 to 256"), "{v}: {e}");
         }
         assert_eq!(count::<u64>(0, u64::MAX)(&u64::MAX.to_string()), Ok(u64::MAX));
+    }
+
+    /// Random strings made of the pieces times and counts are written with:
+    /// every one is either taken, within the range, or refused in one line
+    /// naming the range; none panics. Seeded, so every run tries the same.
+    #[test]
+    fn parsers_take_or_refuse_any_string() {
+        const PIECES: &[&str] = &[
+            "0", "1", "9", "00", ".", "-", "+", "e", "E", "5", "inf", "nan", "s", "ms", "us", "ns", " ", "x", "1e400",
+            "99999999999999999999", "\u{b5}s", "\n",
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let n = next() % 6;
+            let s: String = (0..n).map(|_| PIECES[(next() % PIECES.len() as u64) as usize]).collect();
+            for bare in [Unit::Ns, Unit::S] {
+                match parse_time(&s, bare, true) {
+                    Ok(d) => assert!(d > Duration::ZERO && d <= Duration::from_secs(MAX_SECS), "{s:?}: {d:?}"),
+                    Err(e) => assert!(e.contains("above 0 and at most") && !e.contains('\n'), "{s:?}: {e}"),
+                }
+            }
+            match parse_count(&s, 1, 1000) {
+                Ok(v) => assert!((1..=1000).contains(&v), "{s:?}: {v}"),
+                Err(e) => assert!(e.ends_with("give a whole number from 1 to 1000") && !e.contains('\n'), "{s:?}: {e}"),
+            }
+        }
     }
 
     #[test]

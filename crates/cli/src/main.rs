@@ -18,6 +18,10 @@ mod vm;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Refuse an incomplete trace (a recording cut short) instead of
+    /// reading it as far as it goes with a warning.
+    #[arg(long, global = true)]
+    strict: bool,
 }
 
 #[derive(Subcommand)]
@@ -118,15 +122,32 @@ fn parse_args() -> Cli {
 
 fn main() {
     let cli = parse_args();
+    trace::STRICT.store(cli.strict, std::sync::atomic::Ordering::Relaxed);
+    // A closed stdout (`warmcore sim ... | head -1`) ends a command quietly,
+    // as it ends cat (exit status 141, killed by SIGPIPE), once its files are
+    // in place: they print after writing. Not the recorder, the scheduler and
+    // the VM, which must finish a trace, detach, or stop QEMU.
+    if !matches!(cli.cmd, Cmd::Record(_) | Cmd::Ftl(_) | Cmd::Sched(_) | Cmd::Vm(_)) {
+        // SAFETY: restoring a signal's default action, before any thread.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    // Ctrl-C or SIGTERM while a command writes: its temporary files are
+    // removed, so each output keeps its previous content (or stays absent),
+    // and one line says so. The sweep keeps finished runs (its own handler);
+    // the recorder, the scheduler and the VM stop in their own way.
+    if matches!(cli.cmd, Cmd::Trace(_) | Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Reproduce(_)) {
+        let _ = ctrlc::set_handler(|| {
+            let left = warmcore_trace::output::abandon_all();
+            if left.is_empty() {
+                eprintln!("warmcore: interrupted");
+            } else {
+                eprintln!("warmcore: interrupted: not written, left as they were: {}", left.join(", "));
+            }
+            std::process::exit(130);
+        });
+    }
     let r = match cli.cmd {
-        Cmd::Trace(c) => {
-            // The trace commands only read traces and print (`trace info |
-            // head`): a closed pipe ends them quietly, as it ends cat or perf
-            // script. Not the others: a recorder must finish its trace.
-            // SAFETY: restoring a signal's default action, before any thread.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-            trace::run(c)
-        }
+        Cmd::Trace(c) => trace::run(c),
         Cmd::Record(a) => record::run(a),
         Cmd::Ftl(a) => record::ftl(a),
         Cmd::Sim(a) => sim::sim(a),

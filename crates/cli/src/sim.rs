@@ -54,10 +54,12 @@ pub struct SimArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Stop after this much simulated time, in seconds (partial result).
+    /// Stop after this much simulated time, in seconds (partial result);
+    /// without it, after one simulated hour.
     #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
     pub max_time: Option<Duration>,
-    /// Stop after this many trace events (partial result).
+    /// Stop after this many trace events (partial result); without it,
+    /// after 10^10.
     #[arg(long, value_parser = warmcore_args::count::<u64>(1, u64::MAX))]
     pub max_events: Option<u64>,
 }
@@ -114,6 +116,10 @@ fn ms(ns: f64) -> String {
 }
 
 pub fn sim(a: SimArgs) -> Result<()> {
+    if a.trace.as_deref().is_some_and(warmcore_trace::output::is_stdout) {
+        bail!("--trace: the report goes to standard output: give a file, a pipe or /dev/null");
+    }
+    replayed_trace(&a.workload)?;
     let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
     cfg.trace = a.trace.clone();
     cfg.limits = limits(a.max_time, a.max_events);
@@ -126,6 +132,19 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if r.ejected {
         // The report and the trace up to the ejection are kept.
         bail!("{}", r.partial.as_deref().unwrap_or("the scheduler was ejected"));
+    }
+    Ok(())
+}
+
+/// A replayed trace is read as every trace is (crate::trace::open): an
+/// incomplete one gets a warning, or with --strict is refused.
+fn replayed_trace(workload: &str) -> Result<()> {
+    if let ("replay", params) = warmcore_sim::parse_spec(workload) {
+        if let [(k, f)] = params.as_slice() {
+            if k == "trace" {
+                crate::trace::open(std::path::Path::new(f))?;
+            }
+        }
     }
     Ok(())
 }
@@ -205,6 +224,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let mut metric = String::new();
     let mut lower = true;
     let mut machine = a.machine.clone();
+    replayed_trace(&a.workload)?;
     for p in &policies {
         let mut vals = Vec::new();
         let mut energy = Vec::new();

@@ -36,6 +36,10 @@ pub struct SweepArgs {
     /// Run again the runs that failed before, instead of keeping their errors.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Start over on a directory that holds the results of another spec
+    /// (its runs.jsonl is emptied and results.parquet removed).
+    #[arg(long)]
+    pub force: bool,
     /// Replace a list of the spec for this sweep: machines, governors or
     /// seeds, comma-separated (--set machines=default --set seeds=1,2).
     #[arg(long = "set", value_name = "KEY=VALUES")]
@@ -76,7 +80,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
     let plan = Plan::load_with(&a.spec, &a.set).map_err(anyhow::Error::msg)?;
     let engine = engine(a.ray.as_deref(), a.jobs, a.ray_wheel.clone())?;
     let stop = interrupt_flag();
-    let s = sweep(&plan, &a.out, &engine, a.retry_failed, &stop).map_err(anyhow::Error::msg)?;
+    let s = sweep(&plan, &a.out, &engine, a.retry_failed, a.force, &stop).map_err(anyhow::Error::msg)?;
     let results = a.out.join("results.parquet");
     // The means by policy: the first metrics, as many as fit a line.
     let shown: Vec<&String> = plan.metrics.iter().take(4).collect();

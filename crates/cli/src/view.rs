@@ -62,7 +62,7 @@ pub struct PlotArgs {
     /// A built-in view (freq, process, runqueue, nest, smove) or a view file (.toml, .json).
     #[arg(long, default_value = "freq")]
     view: String,
-    /// Start of the window from the trace's first event: 1.5s, 200ms, 40us or ns.
+    /// Start of the window from the trace's first event: 1.5s, 200ms, 40us, 123ns (a bare number is seconds).
     #[arg(long, value_parser = parse_ns)]
     from: Option<u64>,
     /// End of the window from the trace's first event.
@@ -128,6 +128,8 @@ fn path_arg(p: &Path) -> String {
 }
 
 pub fn view(a: ViewArgs) -> Result<()> {
+    // A file that is not a readable trace is an error here, before a server starts.
+    crate::trace::open(&a.file)?;
     run_python("warmcore.view", vec!["serve".into(), path_arg(&a.file), "--port".into(), a.port.to_string(), "--view".into(), a.view])
 }
 
@@ -138,6 +140,8 @@ pub fn plot(a: PlotArgs) -> Result<()> {
     let (Some(file), Some(output)) = (a.file, a.output) else {
         bail!("warmcore plot takes a trace and -o OUT.png, or `sweep DIR --x AXIS --y METRIC` (see `warmcore plot --help`)");
     };
+    warmcore_args::window(a.from, a.to).map_err(anyhow::Error::msg)?;
+    crate::trace::open(&file)?;
     let mut args = vec!["plot".into(), path_arg(&file), "--view".into(), a.view, "-o".into(), path_arg(&output)];
     if let Some(f) = a.from {
         args.extend(["--from".into(), f.to_string()]);

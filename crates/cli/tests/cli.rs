@@ -191,7 +191,7 @@ fn times_and_counts_out_of_range_are_refused_in_one_line() {
         (&["vm", "--cpus", "-1", "--", "true"], "--cpus", "-1", "from 1 to 256"),
         (&["vm", "workload", "hogs", "--secs", "1e300"], "--secs", "1e300", "from 0 to 31536000"),
         (&["vm", "workload", "hackbench", "--loops", "4294967296"], "--loops", "4294967296", "from 1 to 1000000"),
-        (&["trace", "dump", "f.wct", "--to", "1e300"], "--to", "1e300", "from 0 to 31536000000000000"),
+        (&["trace", "dump", "f.wct", "--to", "1e300"], "--to", "1e300", "from 0 to 31536000 (365 days)"),
     ] {
         let o = warmcore(args);
         let e = stderr(&o);

@@ -5,8 +5,12 @@
 //! runs one file's tests). `#[path]` makes each file's own `mod` lines
 //! resolve in this directory, as when the file was a crate root.
 
+#[path = "bad_input.rs"]
+mod bad_input;
 #[path = "cli.rs"]
 mod cli;
+#[path = "outputs.rs"]
+mod outputs;
 #[path = "sched.rs"]
 mod sched;
 #[path = "stands_alone.rs"]

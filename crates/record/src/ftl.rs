@@ -160,11 +160,13 @@ pub fn plot(path: &Path, samples: &[Sample], busy_from: u64, busy_to: u64, ramp:
         }
         prev = Some(p);
     }
-    let f = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(f), W as u32, H as u32);
+    // Written aside and renamed (warmcore_trace::output).
+    let out = warmcore_trace::output::Output::create(path, &[])?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(out.file()?), W as u32, H as u32);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     enc.write_header()?.write_image_data(&px)?;
+    out.commit()?;
     Ok(())
 }
 

@@ -545,7 +545,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
 }
 
 fn write_file(path: &Path, s: &str) -> Result<(), String> {
-    std::fs::write(path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    warmcore_trace::output::write(path, &[], s.as_bytes()).map_err(|e| format!("cannot write {e}"))
 }
 
 /// Run the selected claims and write runs.json, claims.json, figures.json

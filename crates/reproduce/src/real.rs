@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::Serialize;
 use warmcore_sim::Machine;
 use warmcore_trace::import::{import_bytes, Format, ImportOptions};
+use warmcore_trace::output::Output;
 
 use crate::claims::{short_machine, E7, G5218};
 use crate::{fmt_opt, Cell, Results, RunSpec, Setup};
@@ -67,14 +68,12 @@ pub fn import_all(out: &Path) -> Result<Vec<ImportedRecording>, String> {
     let mut v = Vec::new();
     for r in RECORDINGS {
         let path = out.join(trace_file(r.name));
-        let part = out.join(format!("{}.part", trace_file(r.name)));
-        let f = std::fs::File::create(&part).map_err(|e| format!("cannot write {}: {e}", part.display()))?;
-        let rep = import_bytes(Format::PerfScript, r.file, r.data, f, &trace_file(r.name), ImportOptions::default())
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&part);
-                format!("importing the built-in recording {}: {e}", r.file)
-            })?;
-        std::fs::rename(&part, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let o = Output::create(&path, &[]).map_err(|e| format!("cannot write {e}"))?;
+        let rep = o
+            .file()
+            .and_then(|f| import_bytes(Format::PerfScript, r.file, r.data, f, &trace_file(r.name), ImportOptions::default()))
+            .map_err(|e| format!("importing the built-in recording {}: {e}", r.file))?;
+        o.commit().map_err(|e| format!("cannot write {e}"))?;
         v.push(ImportedRecording {
             name: r.name,
             file: r.file,

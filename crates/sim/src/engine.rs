@@ -34,7 +34,7 @@ use crate::interp::{Barrier, BlockedOn, Pipe, WaitFor};
 use crate::kernel_time;
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
-use crate::program::{ProgId, Step, Workload};
+use crate::program::{ProgId, Step, Workload, MAX_LIVE_TASKS, MAX_PENDING_EVENTS};
 use crate::queue::{Entry, EventQueue};
 use crate::SimError;
 
@@ -338,6 +338,13 @@ impl Engine {
                 partial = Some(format!("stopped at the simulated-time limit of {} ns", limits.max_sim_ns));
                 break;
             }
+            if self.sim.heap.len() > MAX_PENDING_EVENTS {
+                return Err(SimError::Input(format!(
+                    "{} events pending at {} s, past the simulator's limit of {MAX_PENDING_EVENTS}: the workload asks for fewer tasks or objects",
+                    self.sim.heap.len(),
+                    self.sim.now as f64 / 1e9
+                )));
+            }
             if self.sim.events >= limits.max_events {
                 partial = Some(format!("stopped at the event limit of {}", limits.max_events));
                 break;
@@ -591,6 +598,7 @@ impl Engine {
     /// A task that no other task created: placed on `cpu`, or by the policy
     /// as a fork.
     fn start_task(&mut self, prog: ProgId, comm: &str, cpu: Option<u32>, daemon: bool) -> Result<(), SimError> {
+        self.room_for_task()?;
         let t = self.new_task(prog, comm, None);
         if daemon {
             self.sim.alive -= 1;
@@ -619,6 +627,17 @@ impl Engine {
         self.sim.nr_add(target, 1);
         self.policy.enqueue(&mut self.sim, t, target, if cpu.is_some() { Enq::Initial } else { Enq::New });
         self.sim.kick(target);
+        Ok(())
+    }
+
+    /// Refuse a task past the limit of tasks alive at once.
+    pub(crate) fn room_for_task(&self) -> Result<(), SimError> {
+        if self.sim.alive as u64 >= MAX_LIVE_TASKS {
+            return Err(SimError::Input(format!(
+                "the workload has {MAX_LIVE_TASKS} tasks alive at {} s, the simulator's limit: it forks without bound, or asks for fewer tasks",
+                self.sim.now as f64 / 1e9
+            )));
+        }
         Ok(())
     }
 

@@ -171,6 +171,7 @@ impl Engine {
                         return Ok(());
                     }
                     task.fork_copied = false;
+                    self.room_for_task()?;
                     let comm = self.sim.tasks[t as usize].comm.clone();
                     let child = self.new_task(p, &comm, Some(t));
                     self.sim.tasks[t as usize].children += 1;

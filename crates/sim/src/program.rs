@@ -13,7 +13,17 @@ pub const REF_CYCLES_PER_US: f64 = 2000.0;
 /// The most tasks a workload file (or rt-app file) may start at once: far
 /// past any machine modelled here, and a bound on what a file can make the
 /// simulator allocate before it runs.
-pub const MAX_INITIAL_TASKS: u64 = 100_000;
+pub const MAX_INITIAL_TASKS: u64 = MAX_LIVE_TASKS;
+
+/// The most tasks alive at once in a run: ten times the largest built-in
+/// workload's (hackbench:groups=250, 10,000 threads). A workload that forks
+/// past it stops with an error instead of exhausting memory.
+pub const MAX_LIVE_TASKS: u64 = 100_000;
+
+/// The most events pending in a run's queue at once: each task and CPU has
+/// at most a few (queue.rs keys events by task or CPU and kind), so a run
+/// within [`MAX_LIVE_TASKS`] stays far below this.
+pub const MAX_PENDING_EVENTS: usize = 10_000_000;
 
 pub type ProgId = u32;
 
@@ -192,6 +202,12 @@ impl Workload {
                 return Err(format!("workload {}: initial task runs unknown program {p}", self.name.escape_debug()));
             }
         }
+        if let Some(cycle) = self.cycle() {
+            return Err(format!(
+                "workload {}: programs lead back to themselves: {cycle}; a program may not fork or repeat itself, directly or through others",
+                self.name.escape_debug()
+            ));
+        }
         for prog in &self.programs {
             for s in &prog.steps {
                 let bad = match *s {
@@ -211,5 +227,47 @@ impl Workload {
             }
         }
         Ok(())
+    }
+
+    /// A cycle of programs that fork or repeat each other (`a -> b -> a`),
+    /// which would nest without end, or None.
+    fn cycle(&self) -> Option<String> {
+        let np = self.programs.len();
+        let next = |p: usize| {
+            self.programs[p].steps.iter().filter_map(move |s| match *s {
+                Step::Fork(q) | Step::Repeat(q, _) | Step::RepeatFor(q, _) if (q as usize) < np => Some(q as usize),
+                _ => None,
+            })
+        };
+        // Depth-first, without recursion: 0 unseen, 1 on the path, 2 done.
+        let mut state = vec![0u8; np];
+        for root in 0..np {
+            if state[root] != 0 {
+                continue;
+            }
+            let mut path: Vec<(usize, Vec<usize>)> = vec![(root, next(root).collect())];
+            state[root] = 1;
+            while let Some((p, todo)) = path.last_mut() {
+                let p = *p;
+                match todo.pop() {
+                    Some(q) if state[q] == 1 => {
+                        let from = path.iter().position(|(x, _)| *x == q).unwrap_or(0);
+                        let mut names: Vec<&str> = path[from..].iter().map(|(x, _)| self.programs[*x].name.as_str()).collect();
+                        names.push(&self.programs[q].name);
+                        return Some(names.join(" -> "));
+                    }
+                    Some(q) if state[q] == 0 => {
+                        state[q] = 1;
+                        path.push((q, next(q).collect()));
+                    }
+                    Some(_) => {}
+                    None => {
+                        state[p] = 2;
+                        path.pop();
+                    }
+                }
+            }
+        }
+        None
     }
 }

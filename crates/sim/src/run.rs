@@ -2,10 +2,11 @@
 //! One simulation run from names and parameters to a report.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use warmcore_trace::output::Output;
 use warmcore_trace::stats::{Analyzer, Stats};
 use warmcore_trace::{CpuEvent, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
@@ -96,20 +97,20 @@ pub struct RunReport {
 /// nanosecond (`Writer::keep_push_order`), so that the report and
 /// `warmcore trace stats` on the file see the same sequence: the engine's.
 struct StatsSink {
-    writer: Option<Writer<File>>,
+    writer: Option<(Writer<File>, Output)>,
     analyzer: Analyzer,
 }
 
 impl Sink for StatsSink {
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
         self.analyzer.push(&CpuEvent { cpu, ev });
-        if let Some(w) = &mut self.writer {
+        if let Some((w, _)) = &mut self.writer {
             w.push(cpu, ev).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
     fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
-        if let Some(w) = &mut self.writer {
+        if let Some((w, _)) = &mut self.writer {
             if ppid == 0 && !comm.is_empty() {
                 w.note_comm(pid, comm, ts);
             } else {
@@ -118,8 +119,8 @@ impl Sink for StatsSink {
         }
     }
     fn finish(mut self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
-        if let Some(w) = self.writer.take() {
-            w.finish().map_err(|e| e.to_string())?;
+        if let Some((w, out)) = self.writer.take() {
+            w.finish().and_then(|_| out.commit()).map_err(|e| e.to_string())?;
         }
         let stats = self.analyzer.finish();
         serde_json::to_value(&stats).map_err(|e| e.to_string())
@@ -197,11 +198,17 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     };
     let writer = match &cfg.trace {
         Some(path) => {
-            Some(
-                Writer::create(path, &header, WriterOptions::default())
-                    .map_err(|e| SimError::Output(e.to_string()))?
-                    .keep_push_order(),
-            )
+            // Never over one of the run's inputs: a replayed trace, a
+            // workload, rt-app or machine file (crate warmcore_trace::output).
+            let (wname, wparams) = parse_spec(&cfg.workload);
+            let mut inputs = vec![Path::new(&cfg.machine), Path::new(wname)];
+            inputs.extend(wparams.iter().map(|(_, v)| Path::new(v)));
+            let out = Output::create(path, &inputs).map_err(|e| SimError::Output(e.to_string()))?;
+            let file = out.file().map_err(|e| SimError::Output(e.to_string()))?;
+            let w = Writer::new(file, out.name(), &header, WriterOptions::default())
+                .map_err(|e| SimError::Output(e.to_string()))?
+                .keep_push_order();
+            Some((w, out))
         }
         None => None,
     };

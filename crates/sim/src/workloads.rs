@@ -7,11 +7,19 @@
 //! program.rs); "jitter" spreads each amount uniformly by +- that fraction.
 
 use crate::machine::Machine;
-use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload};
+use crate::program::{Amount, MetricKind, MetricSpec, Step, Workload, MAX_LIVE_TASKS};
 use crate::SimError;
 
 pub const WORKLOADS: &[&str] =
     &["configure", "kbuild", "perl-startup", "hackbench", "periodic", "schbench", "nas", "nas-lu", "mkl-dnn", "h2", "unixbench"];
+
+/// The most tasks a count of tasks (threads, jobs, groups' members, copies)
+/// may ask for: the simulator's limit of tasks alive at once.
+const MAX_TASKS: u64 = MAX_LIVE_TASKS;
+/// The most repetitions (loops, iterations, files, operations) a parameter
+/// may ask for: a billion, past any run of the papers (a simulated hour
+/// stops a run first) and far inside what the counters hold.
+const MAX_REPEAT: u64 = 1_000_000_000;
 
 /// Typed access to `key=value` parameters, refusing unknown keys.
 struct Params<'a> {
@@ -36,12 +44,15 @@ impl<'a> Params<'a> {
         self.used.push((key.to_string(), v.to_string()));
         Ok(v)
     }
-    fn int(&mut self, key: &'static str, default: u64) -> Result<u64, SimError> {
-        let v = self.num(key, default as f64)?;
-        if v.fract() != 0.0 {
-            return Err(SimError::Input(format!("{}: parameter {key} must be a whole number, not {v}", self.workload)));
-        }
-        Ok(v as u64)
+    /// A whole number from `min` to `max`: a count of tasks or repetitions,
+    /// bounded so that the workload's size is known before it runs.
+    fn int(&mut self, key: &'static str, default: u64, min: u64, max: u64) -> Result<u64, SimError> {
+        let given = self.given.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let v = self.num(key, default as f64).ok().filter(|v| v.fract() == 0.0 && *v >= min as f64 && *v <= max as f64);
+        v.map(|v| v as u64).ok_or_else(|| {
+            let given = given.unwrap_or_default();
+            SimError::Input(format!("{}: parameter {key} must be a whole number from {min} to {max}, not '{given}'", self.workload))
+        })
     }
     /// A share, in 0..=1.
     fn share(&mut self, key: &'static str, default: f64) -> Result<f64, SimError> {
@@ -64,6 +75,14 @@ impl<'a> Params<'a> {
         w.params = self.used;
         Ok(())
     }
+}
+
+/// Refuse a workload whose parameters ask for more tasks than may be alive at once.
+fn too_many(workload: &str, what: &str, n: u64) -> Result<(), SimError> {
+    if n > MAX_TASKS {
+        return Err(SimError::Input(format!("{workload}: {what} = {n} tasks: at most {MAX_TASKS} may be alive at once")));
+    }
+    Ok(())
 }
 
 fn work(us: f64, jitter: f64) -> Step {
@@ -132,7 +151,7 @@ fn stall_default(name: &str) -> f64 {
 /// 10-50 ms range of docs/model.md, Workloads); a parent's 10 us after a
 /// fork; long tasks of 100 ms; jitter 0.5.
 fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let checks = p.int("checks", 300)?;
+    let checks = p.int("checks", 300, 1, MAX_REPEAT)?;
     let shell = p.num("shell_us", 300.0)?;
     let sub = p.num("subshell_us", 200.0)?;
     let driver = p.num("driver_us", 1000.0)?;
@@ -197,11 +216,11 @@ fn configure(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// after the parallel phase; 1000 compile jobs of 40 ms (jitter 0.7); jobs
 /// defaults to the number of CPUs.
 fn kbuild(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
-    let jobs = p.int("jobs", m.nr_cpus as u64)?.max(1);
-    let files = p.int("files", 1000)?;
-    let seq_pre = p.int("seq_pre", 990)?;
-    let burst = p.int("burst", 1280)?;
-    let seq_post = p.int("seq_post", 100)?;
+    let jobs = p.int("jobs", m.nr_cpus as u64, 1, MAX_TASKS)?;
+    let files = p.int("files", 1000, 0, MAX_REPEAT)?;
+    let seq_pre = p.int("seq_pre", 990, 0, MAX_REPEAT)?;
+    let burst = p.int("burst", 1280, 0, MAX_REPEAT)?;
+    let seq_post = p.int("seq_post", 100, 0, MAX_REPEAT)?;
     let step = p.num("seq_us", 2000.0)?;
     let cc = p.num("cc_us", 40000.0)?;
     let after_fork = p.num("after_fork_us", 10.0)?;
@@ -242,7 +261,7 @@ fn parallel(w: &mut Workload, main: &mut Vec<Step>, one: u32, files: u64, jobs: 
 /// a short run, exit, wait (docs/model.md, Workloads). ASSUMPTIONS: 200
 /// iterations, perl start-up 3 ms, parent work 100 us.
 fn perl_startup(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let n = p.int("iterations", 200)?;
+    let n = p.int("iterations", 200, 1, MAX_REPEAT)?;
     let run = p.num("perl_us", 3000.0)?;
     let parent = p.num("parent_us", 100.0)?;
     let j = p.num("jitter", 0.2)?;
@@ -259,12 +278,13 @@ fn perl_startup(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// them all. Pipe capacity 655 messages (64 KiB / 100 B). ASSUMPTIONS: a
 /// write costs 3 us and a read 2 us of work.
 fn hackbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let groups = p.int("groups", 10)?.max(1);
-    let fds = p.int("fds", 20)?.max(1);
-    let loops = p.int("loops", 100)?;
+    let groups = p.int("groups", 10, 1, MAX_TASKS / 2)?;
+    let fds = p.int("fds", 20, 1, MAX_TASKS / 2)?;
+    let loops = p.int("loops", 100, 1, MAX_REPEAT)?;
     let wr = p.num("write_us", 3.0)?;
     let rd = p.num("read_us", 2.0)?;
-    let cap = p.int("pipe_msgs", 655)? as u32;
+    let cap = p.int("pipe_msgs", 655, 1, MAX_REPEAT)? as u32;
+    too_many("hackbench", "groups x fds x 2", groups * fds * 2)?;
     let start = w.futex();
     let mut main = vec![Step::Exec("hackbench".into())];
     for _ in 0..groups {
@@ -301,7 +321,7 @@ fn hackbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// rt-app's simplest task: N tasks alternating R of work and S of sleep for
 /// a duration. Defaults: 4 tasks, 1 ms / 4 ms, 1 s (ASSUMPTIONS).
 fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let n = p.int("tasks", 4)?.max(1);
+    let n = p.int("tasks", 4, 1, MAX_TASKS)?;
     let run = p.num("run_us", 1000.0)?;
     let sl = p.num("sleep_us", 4000.0)?;
     let dur = p.num("duration_ms", 1000.0)?;
@@ -329,8 +349,9 @@ fn periodic(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// Defaults from schbench: 2 message threads, 16 workers, s = c = 30 ms,
 /// 30 s; the run ends then, whatever its threads are doing.
 fn schbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let msg = p.int("message", 2)?.max(1);
-    let workers = p.int("workers", 16)?.max(1);
+    let msg = p.int("message", 2, 1, MAX_TASKS)?;
+    let workers = p.int("workers", 16, 1, MAX_TASKS)?;
+    too_many("schbench", "message x (workers + 1)", msg * (workers + 1))?;
     let c = p.num("cputime_us", 30000.0)?;
     let s = p.num("sleep_us", 30000.0)?;
     let dur = p.num("runtime_ms", 30000.0)?;
@@ -391,8 +412,8 @@ fn omp_spin_default(threads: u64, m: &Machine) -> f64 {
 /// omp_spin_default; spin_us=0: block at once). ASSUMPTIONS: 200
 /// iterations of 2 ms per thread (jitter 0.1).
 fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
-    let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
-    let iters = p.int("iterations", 200)?;
+    let threads = p.int("threads", m.nr_cpus as u64, 1, MAX_TASKS)?;
+    let iters = p.int("iterations", 200, 1, MAX_REPEAT)?;
     let region = p.num("region_us", 2000.0)?;
     let j = p.num("jitter", 0.1)?;
     let spin = p.num("spin_us", omp_spin_default(threads, m))?;
@@ -413,9 +434,9 @@ fn nas(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
 /// 2 ms per thread an iteration, half for the right-hand side and a quarter
 /// per sweep; 160 planes (class C: 162 - 2); jitter 0.1.
 fn nas_lu(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
-    let threads = p.int("threads", m.nr_cpus as u64)?.max(1) as usize;
-    let iters = p.int("iterations", 250)?;
-    let planes = p.int("planes", 160)?.max(1);
+    let threads = p.int("threads", m.nr_cpus as u64, 1, MAX_TASKS)? as usize;
+    let iters = p.int("iterations", 250, 1, MAX_REPEAT)?;
+    let planes = p.int("planes", 160, 1, MAX_REPEAT)?;
     let region = p.num("region_us", 2000.0)?;
     let j = p.num("jitter", 0.1)?;
     let spin = p.num("spin_us", omp_spin_default(threads as u64, m))?;
@@ -477,8 +498,8 @@ fn nas_lu(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError>
 /// (`spin_us`=0; a spin-then-block wait as in `nas` with spin_us > 0).
 /// ASSUMPTIONS: 2000 iterations of 100 us.
 fn mkl_dnn(w: &mut Workload, p: &mut Params, m: &Machine) -> Result<(), SimError> {
-    let threads = p.int("threads", m.nr_cpus as u64)?.max(1);
-    let iters = p.int("iterations", 2000)?;
+    let threads = p.int("threads", m.nr_cpus as u64, 1, MAX_TASKS)?;
+    let iters = p.int("iterations", 2000, 1, MAX_REPEAT)?;
     let item = p.num("item_us", 100.0)?;
     let j = p.num("jitter", 0.3)?;
     let spin = p.num("spin_us", 0.0)?;
@@ -511,8 +532,8 @@ fn barrier_threads(w: &mut Workload, threads: u64, iters: u64, item: Step, spin_
 /// ASSUMPTIONS: 10 threads, 400 transactions each of 300 us work and 50 us
 /// sleep (a lock or I/O wait).
 fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let threads = p.int("threads", 10)?.max(1);
-    let tx = p.int("transactions", 400)?;
+    let threads = p.int("threads", 10, 1, MAX_TASKS)?;
+    let tx = p.int("transactions", 400, 1, MAX_REPEAT)?;
     let run = p.num("tx_us", 300.0)?;
     let sl = p.num("sleep_us", 50.0)?;
     let body = w.add("tx", vec![work(run, 0.5), sleep_us(sl, 0.5)]);
@@ -544,14 +565,14 @@ fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// KiB moved (docs/model.md, Workloads); 2000 operations per copy (100
 /// scripts per copy).
 fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let test = p.int("test", 2)?;
-    let ops = p.int("operations", 2000)?.max(1);
+    let test = p.int("test", 2, 0, 7)?;
+    let ops = p.int("operations", 2000, 1, MAX_REPEAT)?;
     let exec = p.num("exec_us", 150.0)?;
     let pipe_op = p.num("pipe_us", 2.0)?;
     let util = p.num("utility_us", 1000.0)?;
     let file_call = p.num("file_call_us", 2.4)?;
     let per_kib = p.num("file_kib_us", 0.45)?;
-    let copies = p.int("copies", 1)?.max(1);
+    let copies = p.int("copies", 1, 1, MAX_TASKS)?;
     let main = match test {
         0 => {
             let body = w.add("execl", vec![Step::Exec("execl".into()), work(exec, 0.1), Step::Measure(0)]);

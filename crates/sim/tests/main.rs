@@ -25,6 +25,8 @@ mod policies;
 mod scx;
 #[path = "smoke.rs"]
 mod smoke;
+#[path = "spec_props.rs"]
+mod spec_props;
 #[path = "trace_order.rs"]
 mod trace_order;
 #[path = "workload_shapes.rs"]

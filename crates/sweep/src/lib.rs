@@ -73,9 +73,10 @@ impl Progress {
 
 /// Run what `plan` has that `dir` lacks on `engine`; stop early when `stop`
 /// is set (Ctrl-C), keeping every finished run.
-pub fn sweep(plan: &Plan, dir: &Path, engine: &Engine, retry_failed: bool, stop: &AtomicBool) -> Result<Summary, String> {
+pub fn sweep(plan: &Plan, dir: &Path, engine: &Engine, retry_failed: bool, force: bool, stop: &AtomicBool) -> Result<Summary, String> {
     let t0 = Instant::now();
     let mut store = Store::open(dir)?;
+    store.claim(plan, force)?;
     if store.dropped_lines > 0 {
         eprintln!("sweep: dropped {} unreadable line(s) of {}/runs.jsonl (a run cut short): they run again", store.dropped_lines, dir.display());
     }

@@ -20,6 +20,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use twox_hash::XxHash3_128;
+use warmcore_trace::output::Output;
 
 use crate::spec::{Kind, Plan, Run};
 
@@ -112,6 +113,34 @@ impl Store {
         Ok(Store { dir: dir.to_path_buf(), journal, _lock: lock, done, dropped_lines })
     }
 
+    /// Claim the directory for `plan`: one whose journal holds runs, none of
+    /// which is one of `plan`'s, holds another spec's results and is refused,
+    /// unless `force` says to start over, which empties the journal and
+    /// removes the table. A spec narrowed or extended (`--set seeds=...`)
+    /// shares runs with the one before and resumes it.
+    pub fn claim(&mut self, plan: &Plan, force: bool) -> Result<(), String> {
+        let same = |rec: &Record, r: &Run| {
+            (&rec.machine, &rec.workload, &rec.policy, &rec.governor, rec.seed) == (&r.machine, &r.workload, &r.policy, &r.governor, r.seed)
+        };
+        if self.done.is_empty() || self.done.values().any(|rec| plan.runs.iter().any(|r| same(rec, r))) {
+            return Ok(());
+        }
+        if !force {
+            return Err(format!(
+                "{} holds the results of another sweep spec (none of its {} runs is one of this spec's): give another --out, or --force to start over (its results are removed)",
+                self.dir.display(),
+                self.done.len()
+            ));
+        }
+        self.journal.set_len(0).map_err(|e| format!("cannot empty {}: {e}", self.dir.join("runs.jsonl").display()))?;
+        self.done.clear();
+        let table = self.dir.join("results.parquet");
+        if std::fs::symlink_metadata(&table).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&table).map_err(|e| format!("cannot remove {}: {e}", table.display()))?;
+        }
+        Ok(())
+    }
+
     /// Append a finished run to the journal, on disk before this returns.
     pub fn add(&mut self, rec: Record) -> Result<(), String> {
         let mut line = serde_json::to_string(&rec).map_err(|e| e.to_string())?;
@@ -128,13 +157,14 @@ impl Store {
     pub fn write_table(&self, plan: &Plan, keys: &[String]) -> Result<usize, String> {
         let batch = table(plan, keys, &self.done)?;
         let path = self.dir.join("results.parquet");
-        let tmp = self.dir.join(".results.parquet.tmp");
-        let f = File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        // Written aside and renamed (warmcore_trace::output): a reader never sees half a file.
+        let out = Output::create(&path, &[]).map_err(|e| format!("cannot write {e}"))?;
+        let f = out.file().map_err(|e| format!("cannot write {e}"))?;
         let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
         let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
         w.write(&batch).map_err(|e| e.to_string())?;
-        w.close().map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        w.close().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        out.commit().map_err(|e| format!("cannot write {e}"))?;
         Ok(batch.num_rows())
     }
 }

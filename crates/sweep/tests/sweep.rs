@@ -129,7 +129,7 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let p = plan();
     let stop = AtomicBool::new(false);
-    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed, s.failed, s.interrupted), (16, 0, 0, false));
     let first = table(dir.path());
     assert_eq!(first.num_rows(), 16);
@@ -145,7 +145,7 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
         axes,
         ["machine", "workload", "workload_name", "policy", "policy_name", "governor", "seed", "workload.groups", "policy.delay_us"]
     );
-    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (0, 16));
     assert_eq!(table(dir.path()), first);
 
@@ -154,7 +154,7 @@ fn a_sweep_started_again_runs_only_what_is_missing() {
     let text = std::fs::read_to_string(&journal).unwrap();
     let cut = text.len() - text.lines().last().unwrap().len() / 2 - 1;
     std::fs::write(&journal, &text[..cut]).unwrap();
-    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     assert_eq!((s.ran, s.resumed), (1, 15));
     assert_eq!(table(dir.path()), first);
     let lines = std::fs::read_to_string(&journal).unwrap();
@@ -169,7 +169,7 @@ fn a_failed_run_keeps_its_error_in_its_row_and_the_sweep_goes_on() {
     // The engine does not check: a run the simulator refuses fails alone.
     p.runs[3].workload = "hackbench:groups=x".into();
     let stop = AtomicBool::new(false);
-    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     assert_eq!((s.ran, s.failed), (16, 1));
     let t = table(dir.path());
     assert_eq!(t.num_rows(), 16);
@@ -181,10 +181,37 @@ fn a_failed_run_keeps_its_error_in_its_row_and_the_sweep_goes_on() {
     assert!(error.value(i).contains("groups"), "{}", error.value(i));
     assert!(column::<Float64Type>(&t, "makespan_ns").is_null(i));
     // Kept, not retried, unless asked.
-    let s = sweep(&p, dir.path(), &local(), false, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
     assert_eq!(s.ran, 0);
-    let s = sweep(&p, dir.path(), &local(), true, &stop).unwrap();
+    let s = sweep(&p, dir.path(), &local(), true, false, &stop).unwrap();
     assert_eq!((s.ran, s.failed), (1, 1));
+}
+
+#[test]
+fn a_directory_of_another_spec_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let stop = AtomicBool::new(false);
+    let mut p = plan();
+    p.runs.truncate(2);
+    sweep(&p, dir.path(), &local(), false, false, &stop).unwrap();
+    let before = std::fs::read(dir.path().join("runs.jsonl")).unwrap();
+    let mut other = plan();
+    other.runs.drain(..2);
+    other.runs.truncate(1);
+    let e = sweep(&other, dir.path(), &local(), false, false, &stop).err().unwrap();
+    assert!(e.contains("holds the results of another sweep spec") && e.contains("--force"), "{e}");
+    assert_eq!(std::fs::read(dir.path().join("runs.jsonl")).unwrap(), before);
+    // The same spec resumes, extended too; --force starts the other one over.
+    assert_eq!(sweep(&p, dir.path(), &local(), false, false, &stop).unwrap().ran, 0);
+    let mut more = plan();
+    more.runs.truncate(3);
+    assert_eq!(sweep(&more, dir.path(), &local(), false, false, &stop).unwrap().ran, 1);
+    let mut other = plan();
+    other.runs.drain(..3);
+    other.runs.truncate(1);
+    let s = sweep(&other, dir.path(), &local(), false, true, &stop).unwrap();
+    assert_eq!((s.ran, s.resumed), (1, 0));
+    assert_eq!(table(dir.path()).num_rows(), 1);
 }
 
 #[test]

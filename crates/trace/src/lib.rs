@@ -10,6 +10,7 @@ pub mod format;
 pub mod import;
 pub mod lod;
 pub mod meta;
+pub mod output;
 pub mod reader;
 pub mod synth;
 pub mod stats;

@@ -417,21 +417,20 @@ impl Lod {
         self.meta.body_len = body.len() as u64;
         self.meta.body_crc = crc32fast::hash(&body);
         let json = serde_json::to_vec(&self.meta).map_err(|e| TraceError::new(&p, e.to_string()))?;
-        let tmp = path.with_extension("lod.tmp");
-        let write = || -> std::io::Result<()> {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        // Written aside and renamed (crate::output): a reader never sees half of one.
+        let out = crate::output::Output::create(path, &[])?;
+        let mut f = std::io::BufWriter::new(out.file()?);
+        let mut write = || -> std::io::Result<()> {
             f.write_all(&MAGIC)?;
             f.write_all(&VERSION.to_le_bytes())?;
             f.write_all(&(json.len() as u32).to_le_bytes())?;
             f.write_all(&json)?;
             f.write_all(&body)?;
-            f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&tmp, path)
+            f.flush()
         };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            TraceError::io(&p, e)
-        })
+        write().map_err(|e| TraceError::io(&p, e))?;
+        drop(f);
+        out.commit()
     }
 
     /// Read a side file, refusing one that does not belong to `trace` (of

@@ -80,7 +80,8 @@ pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
         },
         wall_clock_start: None,
     };
-    let mut w = Writer::create(path, &header, WriterOptions { zstd_level: opts.zstd_level, ..Default::default() })?;
+    let out = crate::output::Output::create(path, &[])?;
+    let mut w = Writer::new(out.file()?, out.name(), &header, WriterOptions { zstd_level: opts.zstd_level, ..Default::default() })?;
     let mut rng = SmallRng::seed_from_u64(opts.seed);
     let n = machine.nr_cpus();
     let mut cpus: Vec<CpuState> = (0..n)
@@ -155,7 +156,9 @@ pub fn generate(path: &Path, opts: &SynthOptions) -> Result<u64> {
             st.running = 0;
         }
     }
-    w.finish()
+    let n = w.finish()?;
+    out.commit()?;
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -32,9 +32,6 @@ struct Report<'a> {
 
 pub fn run(t: &Trace, pid: Option<u32>, json: bool) -> Result<()> {
     let all = links(t)?;
-    if let Some(why) = &t.incomplete {
-        eprintln!("warmcore: warning: {}: incomplete trace ({why}); the links cover what could be read", t.path());
-    }
     let ids: Vec<u32> = match pid {
         None => (0..all.links.len() as u32).collect(),
         Some(p) => {

@@ -17,7 +17,7 @@ pub fn run(t: &Trace, cpus: &[u32], from: Option<u64>, to: Option<u64>, events: 
             }
         }
     }
-    let w = super::window(t, from, to);
+    let w = super::window(t, from, to)?;
     let base = if absolute { 0 } else { t.span().map(|s| s.0).unwrap_or(0) };
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());

@@ -9,11 +9,11 @@ use warmcore_trace::Trace;
 
 pub fn run(t: &Trace, perfetto_out: Option<&Path>, parquet_out: Option<&Path>, from: Option<u64>, to: Option<u64>) -> Result<()> {
     if let (Some(a), Some(b)) = (perfetto_out, parquet_out) {
-        if a == b {
+        if a == b || (warmcore_trace::output::is_stdout(a) && warmcore_trace::output::is_stdout(b)) {
             bail!("{}: --perfetto and --parquet name the same file: give each its own", a.display());
         }
     }
-    let w = super::window(t, from, to);
+    let w = super::window(t, from, to)?;
     if let Some(out) = perfetto_out {
         let s = perfetto::export(t, w, out)?;
         let mut line = format!(
@@ -31,11 +31,11 @@ pub fn run(t: &Trace, perfetto_out: Option<&Path>, parquet_out: Option<&Path>, f
             let parts: Vec<String> = s.left_out.iter().map(|(n, c)| format!("{n} {c}")).collect();
             line.push_str(&format!("; no Perfetto equivalent, left out: {}", parts.join(", ")));
         }
-        println!("{line}");
+        super::say(out, line);
     }
     if let Some(out) = parquet_out {
         let s = parquet::export(t, w, out)?;
-        println!("{}: {} rows in {} row groups", out.display(), s.rows, s.row_groups);
+        super::say(out, format!("{}: {} rows in {} row groups", out.display(), s.rows, s.row_groups));
     }
     Ok(())
 }

@@ -25,6 +25,6 @@ pub fn run(from: From, input: &Path, output: &Path, zstd: bool) -> Result<()> {
     };
     let opts = ImportOptions { zstd_level: zstd.then_some(3) };
     let report = import_path(format, input, output, opts)?;
-    println!("{}: {}", output.display(), report.summary());
+    super::say(output, format!("{}: {}", output.display(), report.summary()));
     Ok(())
 }

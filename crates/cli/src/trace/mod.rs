@@ -29,7 +29,7 @@ pub enum TraceCmd {
         /// Only this CPU (repeat for several).
         #[arg(long)]
         cpu: Vec<u32>,
-        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, 123ns; a bare number is seconds).
         #[arg(long, value_parser = parse_ns)]
         from: Option<u64>,
         /// End of the window (exclusive), relative to the trace's first event.
@@ -117,7 +117,7 @@ pub enum TraceCmd {
         /// Write a parquet table here (e.g. OUT.parquet).
         #[arg(long, value_name = "OUT")]
         parquet: Option<PathBuf>,
-        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, ns).
+        /// Start of the window, relative to the trace's first event (1.5s, 200ms, 40us, 123ns; a bare number is seconds).
         #[arg(long, value_parser = parse_ns)]
         from: Option<u64>,
         /// End of the window (exclusive), relative to the trace's first event.
@@ -135,7 +135,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Synth { output, events, cpus, seed, zstd } => {
             let opts = warmcore_trace::synth::SynthOptions { events, cpus, seed, zstd_level: zstd };
             let n = warmcore_trace::synth::generate(&output, &opts)?;
-            println!("wrote {n} events on {cpus} CPUs to {}", output.display());
+            say(&output, format!("wrote {n} events on {cpus} CPUs to {}", output.display()));
             Ok(())
         }
         TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
@@ -151,17 +151,46 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
     }
 }
 
-pub fn open(file: &std::path::Path) -> Result<Trace> {
-    Ok(Trace::open(file)?)
+/// A writer's summary line: on stdout, or on stderr when the output itself
+/// goes to stdout.
+pub fn say(output: &std::path::Path, line: String) {
+    if warmcore_trace::output::is_stdout(output) {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
 }
 
-/// A window given relative to the trace's start, as absolute timestamps.
-pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Window {
+/// `--strict`: an incomplete trace is an error, not a warning.
+pub static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Open a trace for any command that reads one: an incomplete trace (a
+/// recording cut short) gets one warning line saying how much of it is
+/// usable, or, with `--strict`, is an error.
+pub fn open(file: &std::path::Path) -> Result<Trace> {
+    let t = Trace::open(file)?;
+    if let Some(why) = &t.incomplete {
+        let usable = match t.span() {
+            Some((a, b)) => format!("{} events over {} are usable", t.event_count(), crate::time::show_ns(b - a)),
+            None => "no event is usable".to_string(),
+        };
+        if STRICT.load(std::sync::atomic::Ordering::Relaxed) {
+            anyhow::bail!("{}: incomplete trace ({why}); {usable}; without --strict it is read as far as it goes", t.path());
+        }
+        eprintln!("warmcore: warning: {}: incomplete trace ({why}); {usable} (--strict refuses it)", t.path());
+    }
+    Ok(t)
+}
+
+/// A window given relative to the trace's start, as absolute timestamps;
+/// an empty or reversed one is refused.
+pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Result<Window> {
+    warmcore_args::window(from, to).map_err(anyhow::Error::msg)?;
     let base = t.span().map(|s| s.0).unwrap_or(0);
-    Window {
+    Ok(Window {
         from: from.map(|f| base.saturating_add(f)).unwrap_or(0),
         to: to.map(|x| base.saturating_add(x)).unwrap_or(u64::MAX),
-    }
+    })
 }
 
 /// Check CPU numbers against the trace, naming the first bad one.

@@ -11,10 +11,7 @@ use crate::time::show_ns;
 pub fn run(t: &Trace, json: bool) -> Result<()> {
     let s = analyze(t)?;
     if json {
-        if let Some(why) = &t.incomplete {
-            // The object's keys are fixed: say it on stderr.
-            eprintln!("warmcore: warning: {}: incomplete trace ({why}); the figures cover what could be read", t.path());
-        }
+        // An incomplete trace was named on stderr when it was opened.
         emit(&(serde_json::to_string_pretty(&s)? + "\n"))
     } else {
         emit(&report(t, &s))

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 
-use crate::error::{Result, TraceError};
+use crate::error::Result;
 use crate::event::{EventTable, BUILTIN};
 
 /// Maps a file's own event ids to the built-in ids (`ids::*`) whose names they
@@ -53,35 +53,15 @@ impl BuiltinMap {
     }
 }
 
-/// Create an output file, naming it in the error.
-pub(crate) fn create(path: &Path) -> Result<File> {
-    let p = path.display().to_string();
-    File::create(path).map_err(|e| TraceError::new(&p, format!("cannot write the output: {}", TraceError::io(&p, e).msg)))
-}
-
-/// Run `body` on a new file at `path`; if it fails, remove what was written,
-/// so that a failed export leaves no half-written file behind. `input` is
-/// the trace's path: writing over the file being read is refused (the
-/// reader maps it).
+/// Run `body` on the output `path` (crate::output: written aside and
+/// renamed, or streamed); if it fails, nothing is left behind and an older
+/// file of that name is kept. `input` is the trace's path: writing over the
+/// file being read is refused (the reader maps it).
 pub(crate) fn with_output<T>(input: &str, path: &Path, body: impl FnOnce(File, &str) -> Result<T>) -> Result<T> {
-    let name = path.display().to_string();
-    if same_file(Path::new(input), path) {
-        return Err(TraceError::new(&name, "is the trace being exported: choose another output file"));
-    }
-    let f = create(path)?;
-    let r = body(f, &name);
-    if r.is_err() {
-        let _ = std::fs::remove_file(path);
-    }
-    r
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
+    let out = crate::output::Output::create(path, &[Path::new(input)])?;
+    let r = body(out.file()?, out.name())?;
+    out.commit()?;
+    Ok(r)
 }
 
 /// Per-name counts of events an exporter had no equivalent for.

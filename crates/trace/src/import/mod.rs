@@ -36,7 +36,6 @@
 //! gives WAKEUP_NEW.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -150,30 +149,25 @@ pub fn import_path(format: Format, input: &Path, output: &Path, opts: ImportOpti
     let out_name = output.display().to_string();
     let name = file_name(input);
     let in_name = input.display().to_string();
-    // Write next to the output and rename at the end: a failed import leaves
-    // no partial file and keeps an older output of the same name.
-    let mut tmp_name = output.as_os_str().to_owned();
-    tmp_name.push(".part");
-    let tmp = std::path::PathBuf::from(tmp_name);
+    // Written aside and renamed at the end (crate::output): a failed import
+    // leaves no partial file and keeps an older output of the same name.
+    let out = crate::output::Output::create(output, &[input])?;
     let r = if format == Format::SchedLog {
-        schedlog::import_dir(input, &tmp, opts)
+        out.file().and_then(|f| schedlog::import_dir(input, f, &out_name, opts))
     } else if input.is_dir() {
         Err(TraceError::new(&in_name, format!("is a directory; expected a {} text file", format.tool())))
     } else {
-        // Open the input before creating the output, so that a wrong path leaves nothing behind.
         open_file(&in_name, input).and_then(|_| {
-            let out = File::create(&tmp).map_err(|e| TraceError::io(&out_name, e))?;
             let open = || -> Result<Box<dyn BufRead>> { open_file(&in_name, input) };
-            text::import_text(format, &name, &open, out, &out_name, opts)
+            text::import_text(format, &name, &open, out.file()?, &out_name, opts)
         })
     };
     match r {
         Ok(rep) => {
-            std::fs::rename(&tmp, output).map_err(|e| TraceError::io(&out_name, e))?;
+            out.commit()?;
             Ok(rep)
         }
         Err(mut e) => {
-            let _ = std::fs::remove_file(&tmp);
             // Errors name the input as given on the command line.
             if e.path == name {
                 e.path = in_name.clone();

@@ -25,7 +25,6 @@
 //! switch from that last switch: the first switch after the EXIT is DEAD.)
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
@@ -267,7 +266,7 @@ fn cpu_files(dir: &Path, dname: &str) -> Result<BTreeMap<u32, std::path::PathBuf
 
 /// Import a dump directory into `output` (written in place: see
 /// [`super::import_path`] for the safe way).
-pub fn import_dir(dir: &Path, output: &Path, opts: ImportOptions) -> Result<ImportReport> {
+pub fn import_dir<W: Write>(dir: &Path, out: W, out_name: &str, opts: ImportOptions) -> Result<ImportReport> {
     let dname = dir.display().to_string();
     if !dir.is_dir() {
         return Err(TraceError::new(&dname, "not a directory; expected a SchedLog dump directory (events, cpu0, cpu1, ...)"));
@@ -277,9 +276,7 @@ pub fn import_dir(dir: &Path, output: &Path, opts: ImportOptions) -> Result<Impo
     let table = parse_table(&tname, open_file(&tname, &tpath)?)?;
     let cpus = cpu_files(dir, &dname)?;
     let ncpus = cpus.keys().next_back().map_or(1, |&c| c + 1);
-    let out_name = output.display().to_string();
-    let out = File::create(output).map_err(|e| TraceError::io(&out_name, e))?;
-    let mut sink = new_sink(out, &out_name, ncpus, table.table.clone(), &file_name(dir), opts)?;
+    let mut sink = new_sink(out, out_name, ncpus, table.table.clone(), &file_name(dir), opts)?;
     for (&cpu, path) in &cpus {
         let pname = path.display().to_string();
         let mut r = open_file(&pname, path)?;

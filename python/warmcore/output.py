@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The files the Python side writes (`warmcore plot`, `warmcore plot sweep`,
+the figures of `warmcore reproduce`), under the rules of the Rust side's
+`warmcore_trace::output` (docs/conventions.md, Outputs): never over an input
+(by file identity), a regular file written aside and renamed only on
+success, a link followed, a stream written in place, a directory or a
+missing directory refused."""
+
+import contextlib
+import os
+import pathlib
+import stat
+import tempfile
+
+
+def _identity(p):
+    try:
+        s = os.stat(p)
+    except OSError:
+        return None
+    return (s.st_dev, s.st_ino)
+
+
+@contextlib.contextmanager
+def replacing(path, inputs=()):
+    """Yield the path to write to (a temporary file beside `path`, or `path`
+    itself for a stream); on success it is put in place, on failure removed.
+    Raises ValueError with one line for an output that is refused."""
+    path = pathlib.Path(path)
+    ident = _identity(path)
+    if ident is not None and any(_identity(i) == ident for i in inputs):
+        raise ValueError(f"{path}: is an input of this command: choose another output file")
+    target = path
+    if path.is_symlink():
+        if not path.exists():
+            raise ValueError(f"{path}: is a symbolic link to nothing: give the file to write itself")
+        target = path.resolve()
+    if target.exists():
+        mode = target.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise ValueError(f"{path}: is a directory: give a file name for the output")
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            yield target
+            return
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{path}: is not a regular file (a block device or a socket): give a file name")
+    parent = target.parent
+    if not parent.is_dir():
+        raise ValueError(f"{path}: no directory {parent}: create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part" + target.suffix, dir=parent)
+    os.close(fd)
+    # The mode a new file gets (the umask applies), not mkstemp's 0600.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    try:
+        yield pathlib.Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
