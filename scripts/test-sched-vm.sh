@@ -8,4 +8,4 @@
 # booting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec .venv/bin/python -m pytest -q -rs python/tests/vm "$@"
+exec .venv/bin/python -m pytest -q -rfEs python/tests/vm "$@"
