@@ -24,9 +24,9 @@ is_state() { [ "$(state)" = "$1" ]; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # Wait for the loader to attach (sched_ext enabled). Loading verifies the
 # program, which emulation makes slow, and nest's most: with the host's
-# load average between 6 and 12 on 2 cores, 2.4 to 6.9 s for the other
-# policies, 6.4 to 24 s for nest, and up to 43 s for a restart after CPU
-# hotplug (timed over three boots), so the deadline is far above that.
+# load average between 6 and 13 on 2 cores, 2 to 18 s for the other
+# policies, 6 to 61 s for nest and its restarts after CPU hotplug (timed
+# over seven boots), so the deadline is far above that.
 LOAD_DEADLINE=180
 wait_enabled() { wait_for $LOAD_DEADLINE is_state enabled; }
 
