@@ -31,6 +31,7 @@ PREREQS = {
     "setpriv": "install util-linux",
     "browser": "run scripts/setup.sh (Debian's chromium and chromium-driver)",
     "binary": "run make build",
+    "vm": "run scripts/setup.sh (qemu-system-x86, busybox-static, cpio)",
 }
 
 
@@ -67,6 +68,18 @@ def needs_browser():
 
     require("browser", None if browser.available() else
             f"no Chromium and its WebDriver ({browser.CHROMIUM}, {browser.DRIVER})")
+
+
+# The scheduler's tests in a VM (vm/) boot QEMU for minutes: they run as a
+# phase of their own (scripts/test-sched-vm.sh), collected only when named.
+VM_TESTS = pathlib.Path(__file__).resolve().parent / "vm"
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.resolve() != VM_TESTS:
+        return None
+    named = [pathlib.Path(a.split("::")[0]).resolve() for a in config.args]
+    return None if any(p == VM_TESTS or VM_TESTS in p.parents for p in named) else True
 
 
 def pytest_runtest_logreport(report):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore sched` before it touches the kernel: as a user who is not root.
-//! The scheduler itself runs in the VM suite (scripts/test-sched-vm.sh).
+//! The scheduler itself runs in the VM suite (python/tests/vm).
 
 use std::process::{Command, Output};
 

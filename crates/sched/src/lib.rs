@@ -347,6 +347,13 @@ pub fn globals_as_loaded(settings: &Settings, topo: &Topology) -> Result<Vec<(St
     read_globals(skel.open_object_mut(), &bytes)
 }
 
+/// The kernel's count of CPU hotplug events, as an attachment must present it.
+fn hotplug_seq() -> Result<u64> {
+    let path = "/sys/kernel/sched_ext/hotplug_seq";
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    text.trim().parse().with_context(|| format!("{path}: not a number: {text:?}"))
+}
+
 /// `--monitor SECS`: print the statistics of the scheduler running in another
 /// process (through its scx_stats server) until SIGINT or SIGTERM.
 pub fn monitor(intv: Duration) -> Result<()> {
@@ -454,6 +461,12 @@ struct Session<'a> {
 
 fn run_once(se: &Session) -> Result<Ended> {
     let opts = se.opts;
+    // The kernel refuses to enable a scheduler opened before the last CPU
+    // hotplug, and asks for a restart. scx_ops_open! reads the sequence
+    // number after the topology below: a CPU that comes or goes between
+    // the two would leave this attachment on a stale set of CPUs (warmers
+    // pinned to a CPU gone, PM QoS missing one come back).
+    let hotplug_seq = hotplug_seq()?;
     let set = &opts.settings;
     let qos_paths = pmqos::Paths::default();
     // Warm cores only where a CPU is online: a warmer made for an offline
@@ -484,6 +497,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         o
     });
     let mut skel = scx_ops_open!(builder, &mut open_object, warmcore_ops, open_opts)?;
+    skel.struct_ops.warmcore_ops_mut().hotplug_seq = hotplug_seq;
     {
         let ops = skel.struct_ops.warmcore_ops_mut();
         // ENQ_LAST: a warmer whose S_max ran out must not be kept running

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! What the loader says before it touches the kernel. The scheduler itself is
-//! tested in a VM (scripts/test-sched-vm.sh).
+//! tested in a VM (python/tests/vm).
 
 use clap::Parser;
 use warmcore_sched::{stats, Policy, SchedOpts};
@@ -84,7 +84,7 @@ fn times_and_counts_out_of_range_fail_in_parsing() {
 
 #[test]
 fn metrics_keep_the_json_line_format() {
-    // The VM suite parses these lines (scripts/test-sched-vm.sh).
+    // The VM suite parses these lines (python/tests/vm).
     let mut m = stats::Metrics { policy: "nest".into(), nest_primary_max: 3, ..Default::default() };
     m.counts.insert("select_cpu".into(), 7);
     let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();

@@ -35,6 +35,7 @@ pub const PREREQS: &[(&str, &str)] = &[
     ("setpriv", "install util-linux"),
     ("browser", "run scripts/setup.sh (Debian's chromium and chromium-driver)"),
     ("binary", "run make build"),
+    ("vm", "run scripts/setup.sh (qemu-system-x86, busybox-static, cpio)"),
 ];
 
 /// How to get the prerequisite `name`; panics on a name not in [`PREREQS`],

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The scheduler on a real kernel: `warmcore vm` boots a Debian kernel with
+sched_ext under QEMU, a guest script (guest/*.sh, after guest/lib.sh) runs
+the scheduler and its workloads and prints one line per fact, TAG [POLICY]
+VALUE, and the tests check those lines. A boot is slow (minutes under
+emulation), so each runs once per session, when the first test that needs
+it asks for it, and every check reads its output: any one check runs alone
+(`pytest python/tests/vm -k hotplug`) against one boot.
+
+Each boot's output is kept in out/test-vm/BOOT.log. WARMCORE_VM_OUTPUT=DIR
+checks DIR/BOOT.log instead of booting (a kept output re-checked after a
+change to a check). WC_TEST_SECS shortens the stress of each policy (30 s),
+WIDE_CPUS sets the CPUs of the wide boot (72)."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN, ROOT, require
+
+GUEST = pathlib.Path(__file__).resolve().parent / "guest"
+KEPT = ROOT / "out" / "test-vm"
+POLICIES = ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"]
+
+# Each boot: `warmcore vm` options and its guest script.
+BOOTS = {
+    # 6 policies x the stress, then the rest, with eight loads of the
+    # program: 7 to 17 minutes with the host's load average at 7 to 13.
+    "main": ["--cpus", "4", "--timeout", "3600"],
+    "topo": ["--cpus", "4", "--sockets", "2", "--append", "maxcpus=3", "--timeout", "900"],
+    "wide": ["--cpus", os.environ.get("WIDE_CPUS", "72"), "--mem", "2048", "--timeout", "1200"],
+}
+
+REPORTS = []
+
+
+def report(what):
+    """What a boot shows but cannot assert (emulated timing): printed in the
+    session's summary."""
+    REPORTS.append(what)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if REPORTS:
+        terminalreporter.section("what the VM showed (not asserted)")
+        for r in REPORTS:
+            terminalreporter.write_line(r)
+
+
+class Guest:
+    """One boot's output: its lines, and where they are kept."""
+
+    def __init__(self, name, path, rc=None, err=""):
+        self.name, self.path, self.rc, self.err = name, path, rc, err
+        self.lines = path.read_text(errors="replace").splitlines()
+
+    def all(self, tag, pol=None):
+        """The values of every TAG [POL] line."""
+        head = f"{tag} {pol} " if pol else f"{tag} "
+        return [l[len(head):] for l in self.lines if l.startswith(head)]
+
+    def get(self, tag, pol=None):
+        """The value of the first TAG [POL] line, stripped, or None."""
+        v = self.all(tag, pol)
+        return v[0].strip() if v else None
+
+    def js(self, tag, pol=None):
+        """The first TAG [POL] line's JSON value, or None."""
+        try:
+            return json.loads(self.get(tag, pol) or "")
+        except ValueError:
+            return None
+
+    def info(self, tag, key):
+        """`KEY: VALUE` of warmcore trace info under TAG."""
+        for v in self.all(tag):
+            k, sep, val = v.partition(":")
+            if sep and k.strip() == key:
+                return val.strip()
+        return None
+
+    def __str__(self):
+        return str(self.path)
+
+
+def boot(name, config):
+    saved = os.environ.get("WARMCORE_VM_OUTPUT")
+    if saved:
+        path = pathlib.Path(saved) / f"{name}.log"
+        if not path.is_file():
+            pytest.fail(f"WARMCORE_VM_OUTPUT={saved}: no {name}.log there (a boot's output, as out/test-vm keeps it)",
+                        pytrace=False)
+        return Guest(name, path)
+    require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
+    require("vm", None if shutil.which("qemu-system-x86_64") else "no qemu-system-x86_64")
+    secs = os.environ.get("WC_TEST_SECS", "30")
+    script = (GUEST / "lib.sh").read_text() + f"SECS={secs}\n" + (GUEST / f"{name}.sh").read_text()
+    KEPT.mkdir(parents=True, exist_ok=True)
+    path, errpath = KEPT / f"{name}.log", KEPT / f"{name}.err"
+    tr, cm = config.pluginmanager.get_plugin("terminalreporter"), config.pluginmanager.get_plugin("capturemanager")
+    if tr and cm:
+        with cm.global_and_fixture_disabled():
+            tr.write_line(f"test-vm: booting {name} ({' '.join(BOOTS[name])}), output in {path}")
+    with open(path, "w") as out, open(errpath, "w") as err:
+        rc = subprocess.run([str(BIN), "vm", *BOOTS[name], "--", "sh", "-c", script],
+                            stdout=out, stderr=err, stdin=subprocess.DEVNULL).returncode
+    g = Guest(name, path, rc, errpath.read_text(errors="replace"))
+    if rc != 0 and not g.lines:
+        pytest.fail(f"warmcore vm failed (status {rc}) before the guest printed anything:\n{g.err[-3000:]}",
+                    pytrace=False)
+    return g
+
+
+@pytest.fixture(scope="session")
+def main_vm(request):
+    return boot("main", request.config)
+
+
+@pytest.fixture(scope="session")
+def topo_vm(request):
+    return boot("topo", request.config)
+
+
+@pytest.fixture(scope="session")
+def wide_vm(request):
+    return boot("wide", request.config)

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers of the guest scripts (sourced first; busybox sh). Under emulation
+# on a busy host guest time passes with no vCPU running, so nothing waits a
+# fixed time for something to happen: each wait polls for it, with a
+# deadline far above what a quiet host needs, and what is reported is what
+# was seen when the wait ended.
+
+# Seconds since boot, to the hundredth: the timeline of a step.
+now() { cut -d' ' -f1 /proc/uptime; }
+
+# wait_for SECS CMD...: run CMD every 0.1 s until it succeeds (status 0) or
+# SECS pass (status 1).
+wait_for() {
+  _n=$(($1 * 10)); shift; _i=0
+  while ! "$@"; do
+    _i=$((_i + 1)); [ $_i -ge $_n ] && return 1
+    sleep 0.1
+  done
+}
+
+state() { cat /sys/kernel/sched_ext/state; }
+is_state() { [ "$(state)" = "$1" ]; }
+# Seconds from T0 (a `now`) to now.
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# Wait for the loader to attach (sched_ext enabled). Loading verifies the
+# program, which emulation makes slow, and nest's most: with the host's
+# load average between 6 and 13 on 2 cores, 2 to 18 s for the other
+# policies, 6 to 61 s for nest and its restarts after CPU hotplug (timed
+# over seven boots), so the deadline is far above that.
+LOAD_DEADLINE=180
+wait_enabled() { wait_for $LOAD_DEADLINE is_state enabled; }
+
+qos() { cat /sys/devices/system/cpu/cpu[0-9]*/power/pm_qos_resume_latency_us | tr '\n' ' '; }
+
+# Lines in FILE so far (0 if none).
+nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+more_lines() { [ "$(nlines "$1")" -gt "$2" ]; }
+# The first statistics line FILE gets after now: counts that include all
+# that happened before this call (the scheduler prints one every period).
+fresh_stats() {
+  _k=$(nlines "$1")
+  wait_for 120 more_lines "$1" "$_k"
+  tail -1 "$1"
+}
+# How many times the loader writing to FILE restarted the scheduler.
+restarts() { grep -c "starting it again" "$1" 2>/dev/null; }

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Each policy under a 30 s mixed stress in the main boot (guest/main.sh).
+
+Placement checks count the share of forks placed as the policy says. For
+smove, whose 2 ms timer races with emulated forks and waits, the bounds
+leave room below the ranges measured over repeated boots (child on the
+parent's CPU 79-93 %, busy parent's child elsewhere 65-100 %), so that
+emulator noise does not fail the suite while a policy that ignores the rule
+still does (the default policy puts about 1 in 4 on the parent's CPU).
+No check is timed: emulated time is too noisy. What emulation cannot show
+reliably (S_move's timers firing, Nest keeping a fork/wait chain on two
+cores, anything about frequency) is checked deterministically by the
+simulator running this same program (crates/sim/tests/scx.rs), and only
+reported here."""
+
+import pytest
+
+from .conftest import POLICIES, report
+
+
+@pytest.fixture(params=POLICIES)
+def p(request):
+    return request.param
+
+
+def test_the_guest_script_ran_to_the_end(main_vm):
+    assert "DONE" in main_vm.lines, f"the guest stopped early (status {main_vm.rc}): see {main_vm}"
+
+
+def test_enabled_with_warmcore(main_vm, p):
+    st = main_vm.get("STATE", p) or ""
+    assert st.startswith("enabled warmcore"), f"{p}: sched_ext enabled with warmcore ({st!r})"
+
+
+def test_still_enabled_after_the_stress(main_vm, p):
+    assert main_vm.get("STATE_AFTER", p) == "enabled", f"{p}: {main_vm.get('STATE_AFTER', p)!r}"
+
+
+def test_every_process_of_the_stress_finished(main_vm, p):
+    m = main_vm.js("MIXED", p)
+    assert main_vm.get("MIXED_RC", p) == "0" and m is not None and m["failed"] == 0, f"{p}: {m}"
+
+
+def test_pinned_cpuset_and_niced_tasks_beside_the_stress_finished(main_vm, p):
+    assert main_vm.get("BESIDE_RC", p) == "0 0 0", f"{p}: exit statuses {main_vm.get('BESIDE_RC', p)}"
+
+
+def test_detached_on_sigint_with_status_0(main_vm, p):
+    assert main_vm.get("SCHED_RC", p) == "0", f"{p}: {main_vm.get('SCHED_RC', p)} ({main_vm.all('ERR', p)})"
+
+
+def test_disabled_after_the_scheduler_exits(main_vm, p):
+    assert main_vm.get("STATE_END", p) == "disabled", f"{p}: {main_vm.get('STATE_END', p)!r}"
+
+
+def test_stats_show_select_cpu_decisions(main_vm, p):
+    f = main_vm.js("FINAL", p)
+    assert f is not None and f["counts"]["select_cpu"] > 0, f"{p}: {f}"
+
+
+def test_never_ejected(main_vm, p):
+    errs = [l for l in main_vm.all("ERR", p) if "eject" in l or "EXIT" in l]
+    assert not errs, f"{p}: {errs}"
+
+
+def test_slocal_forked_children_start_on_the_parents_cpu(main_vm):
+    fc = main_vm.js("FORKCPU", "slocal")
+    assert fc is not None and fc["same_cpu"] >= 0.9 * fc["n"], fc
+
+
+def test_slocal_stats_count_waker_placements(main_vm):
+    f = main_vm.js("FINAL", "slocal")
+    assert f is not None and f["counts"]["waker_placed"] > 0, f
+
+
+def test_smove_a_child_whose_parent_waits_runs_on_the_parents_cpu(main_vm):
+    fw = main_vm.js("FORKWAIT", "smove")
+    assert fw is not None and fw["child_on_parent_cpu"] >= 0.6 * fw["n"], fw
+
+
+def test_smove_and_its_timer_is_cancelled(main_vm):
+    fw, sb, sw = main_vm.js("FORKWAIT", "smove"), main_vm.js("STATS_BEFORE", "smove"), main_vm.js("STATS_WAIT", "smove")
+    canc = sw and sb and sw["counts"]["timers_cancelled"] - sb["counts"]["timers_cancelled"]
+    assert fw is not None and canc is not None and canc >= 0.6 * fw["n"], \
+        f"{canc} cancelled for {fw and fw['n']} forks"
+
+
+def test_smove_a_child_whose_parent_keeps_running_runs_on_another_cpu(main_vm):
+    fb, fd, f = main_vm.js("FORKBUSY", "smove"), main_vm.js("FORKBUSY", "default"), main_vm.js("FINAL", "smove")
+    report(f"smove: fork-to-start median {fb and fb['median_start_ns']} ns with D = 2 ms; "
+           f"default policy {fd and fd['median_start_ns']} ns (no timed assertion: emulated time)")
+    # Idle CPUs may pull a child before its 2 ms timer expires (each pull
+    # cancels the timer), so how many fire here depends on the host.
+    report(f"smove: {f and f['counts']['timers_fired']} timers fired for {fb and fb['n']} busy forks "
+           "(checked in the simulator: scx_smove_moves_the_child_d_after_the_fork...)")
+    assert fb is not None and fb["other_cpu"] >= 0.5 * fb["n"], fb
+
+
+def test_nest_the_primary_nest_grows_to_4_cpus(main_vm):
+    cn, cd = main_vm.js("CHAIN", "nest"), main_vm.js("CHAIN", "default")
+    # Right after the stress, short kernel tasks preempt links or take the
+    # core a child is hinted to, so the CPUs a chain uses here depend on
+    # the host.
+    report(f"nest: a fork/wait chain used {cn and cn['cpus_used']} CPUs, the default policy "
+           f"{cd and cd['cpus_used']} (checked in the simulator: scx_nest_keeps_a_fork_wait_chain_on_two_cpus)")
+    sm = main_vm.js("STATS_MID", "nest")
+    assert sm is not None and sm["nest_primary_max"] >= 4, sm and sm["nest_primary_max"]
+
+
+def test_nest_no_cpu_idle_while_a_hog_waits(main_vm):
+    # Under single-threaded TCG every vCPU shares one host thread: when the
+    # host is busy, guest wall time passes with no vCPU running, so the
+    # share is compared with the default policy's in the same boot rather
+    # than with 4 (one CPU left idle would give 0.75 of it).
+    h, hd = main_vm.js("HOGS", "nest"), main_vm.js("HOGS", "default")
+    share = lambda x: x["cpu_s"] / x["wall_s"] if x and x.get("wall_s") else 0.0
+    assert h is not None and hd is not None and share(h) >= 0.9 * share(hd), \
+        f"CPU time / wall = {round(share(h), 2)} of 4; default policy {round(share(hd), 2)}"
+
+
+@pytest.mark.parametrize("p", ["haiku-low-latency", "haiku-power-saving"])
+def test_haiku_the_quantum_timer_ends_running_threads_quanta(main_vm, p):
+    f = main_vm.js("FINAL", p)
+    c = f and f["counts"]
+    # Which core a wake-up chooses depends on the emulator's timing; the
+    # modes' rules are checked in the simulator (crates/sim/tests/scx.rs,
+    # scx_haiku_*).
+    report(f"{p}: wake-ups cache-warm {c and c['haiku_warm']}, cold {c and c['haiku_cold']}, "
+           f"moved {c and c['haiku_moved']}, preemptions {c and c['haiku_preempt']}, "
+           f"on the small task core {c and c['haiku_small_core']}")
+    # The quantum timer is armed in ops.running: under the stress's hogs it
+    # must end quanta before the tick would, on any host.
+    assert c is not None and c["haiku_timer"] > 0 and c["haiku_quantum_end"] > 0, \
+        f"{c and c['haiku_timer']} by the timer, {c and c['haiku_quantum_end']} quanta used up"
+
+
+@pytest.mark.parametrize("p", ["haiku-low-latency", "haiku-power-saving"])
+def test_haiku_pinned_threads_go_to_their_cpus_queue(main_vm, p):
+    f = main_vm.js("FINAL", p)
+    c = f and f["counts"]
+    assert c is not None and c["haiku_pinned"] > 0, c and c["haiku_pinned"]
+
+
+def test_nest_profile_counts_select_cpu_calls(main_vm):
+    prof = main_vm.js("PROF")
+    assert main_vm.get("PROF_RC") == "0" and prof is not None \
+        and prof.get("profile", {}).get("select_cpu", {}).get("calls", 0) > 0, \
+        f"{main_vm.get('PROF_RC')}: {prof and prof.get('profile')} ({main_vm.all('PROF_ERR')})"
+
+
+def test_the_watchdog_never_fired_and_the_kernel_reported_no_scheduler_error(main_vm):
+    kmsg = [l for l in main_vm.all("KMSG") if "stall" in l or "error" in l.lower()]
+    assert not kmsg, kmsg
