@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `scx:NAME`: the sched_ext program of crates/sched (src/bpf/main.bpf.c, the
-//! file the kernel loads) as a simulator policy. program.rs loads a private
+//! `scx:NAME`: the sched_ext program of crates/sched (src/bpf/main.bpf.c and
+//! its parts, the program the kernel loads) as a simulator policy. program.rs loads a private
 //! copy of its host build; this file is the kernel side it runs on: the
 //! sched_ext core's dispatch queues, built-in idle tracking, kicks, slices,
 //! timers, performance targets and watchdog, over the simulator's engine.
@@ -33,7 +33,7 @@
 //! time of 0 for "never".
 
 mod program;
-pub use program::build_variant;
+pub use program::{build_variant, Source};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
