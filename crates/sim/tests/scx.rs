@@ -436,6 +436,23 @@ fn the_simulator_runs_the_kernels_program_source() {
 }
 
 #[test]
+fn a_variant_of_any_part_of_the_program_is_the_one_run() {
+    // main.bpf.c includes its parts from beside it: an edit to a part, with
+    // main.bpf.c as it is, must reach the build.
+    let m = common::quiet("default");
+    let program = Source::builtin();
+    assert!(program.names().count() > 2, "{:?}", program.names().collect::<Vec<_>>());
+    let hook = "static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)\n{\n";
+    assert_eq!(program.matches(hook), 1, "the program changed: update this test");
+    assert!(program.file("nest.bpf.c").is_some_and(|t| t.contains(hook)), "select_nest moved: update this test");
+    let failing = program.replace(hook, &format!("{hook}\tscx_bpf_error(\"edited %s\", \"nest.bpf.c\");\n"));
+    let (out, _) = simulate_variant(&m, "scx:nest", &failing, fork_then(false));
+    assert!(out.ejected);
+    let why = out.partial.unwrap();
+    assert!(why.ends_with("edited nest.bpf.c"), "{why}");
+}
+
+#[test]
 fn an_ejection_ends_the_run_with_its_reason_and_time() {
     let m = common::quiet("default");
     let program = Source::builtin();
