@@ -187,6 +187,15 @@ def report(what):
     print("info " + what)
 if not any(l == "DONE" for l in lines):
     check(False, "the guest script ran to the end")
+# The instructions the kernel's verifier processed for each policy's
+# programs (bpf_prog_info.verified_insns, in the statistics; what veristat
+# counts), summed, as recorded on this VM's kernel (7.3.4, 4 CPUs,
+# --freq-steer on): a change that grows a policy's total by more than a
+# tenth fails here, so that the growth is seen and the record updated on
+# purpose. The kernel refuses a program past 1,000,000; nest's select_cpu
+# takes 139,780 of its 146,310.
+VERIFIED = {"default": 5512, "slocal": 5518, "smove": 7178, "nest": 146310,
+            "haiku-low-latency": 27804, "haiku-power-saving": 35211}
 for p in ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"]:
     st = get("STATE", p) or ""
     check(st.startswith("enabled warmcore"), f"{p}: sched_ext enabled with warmcore ({st!r})")
@@ -198,6 +207,11 @@ for p in ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-powe
     check(get("STATE_END", p) == "disabled", f"{p}: sched_ext disabled after the scheduler exits")
     f = js("FINAL", p)
     check(f is not None and f["counts"]["select_cpu"] > 0, f"{p}: stats show select_cpu decisions")
+    vi = (f or {}).get("verified_insns") or {}
+    total = sum(vi.values())
+    report(f"{p}: the verifier processed {total} instructions ({', '.join(f'{k} {v}' for k, v in sorted(vi.items()))})")
+    check(0 < total <= VERIFIED[p] * 1.1 and max(vi.values()) < 1_000_000,
+          f"{p}: verified instructions {total}, at most the {VERIFIED[p]} recorded plus a tenth")
     check(get("BESIDE_RC", p) == "0 0 0",
           f"{p}: a pinned task, tasks in a cpuset and niced tasks beside the stress all finished ({get('BESIDE_RC', p)})")
     errs = [l for l in lines if l.startswith(f"ERR {p} ") and ("eject" in l or "EXIT" in l)]
