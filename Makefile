@@ -18,29 +18,38 @@ setup:
 	@scripts/setup.sh
 
 build: setup
-	$(CARGO) build --release --workspace
+	@# The Python package (bindings + viewer) into .venv, built in release mode,
+	@# first: maturin points pyo3's build at a config file it writes
+	@# (PYO3_CONFIG_FILE), and the workspace's build below names the same file.
+	@# pyo3-ffi's build script reruns when that variable changes: without it,
+	@# each of the two builds compiled pyo3, arrow-pyarrow and the extension
+	@# again after the other, on every make build.
+	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
+	cfg=$$(ls -t $(CURDIR)/target/maturin/pyo3-config-*.txt 2>/dev/null | head -n 1); \
+	  env $${cfg:+PYO3_CONFIG_FILE=$$cfg} $(CARGO) build --release --workspace
 	@# The scripts and tests run $(BIN): cargo must build into target/.
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
-	@# The Python package (bindings + viewer) into .venv, built in release mode.
-	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
 
 # The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
+# make test runs this command in the background beside its other phases.
+TEST_VM := scripts/test-sched-vm.sh
 test-vm: build
-	@scripts/test-sched-vm.sh
+	@$(TEST_VM)
 
 # A test that cannot run here fails; WARMCORE_TEST_SKIP=root,browser,...
 # skips those on request (README, Testing). Each skipped test appends a line
 # to the log, which the last line of make test sums up.
 SKIP_LOG := out/test-skipped.log
+# Each phase's output (cargo-test, pytest, fuzz, vm), kept after the run.
+TEST_LOGS := out/test
 test: export WARMCORE_SKIP_LOG := $(CURDIR)/$(SKIP_LOG)
 
+# The phases (scripts/test-phases.sh): the VM suite in the background, the
+# others one after another beside it; the failing phases are named at the end.
 test: build
 	@mkdir -p $(dir $(SKIP_LOG)) && rm -f $(SKIP_LOG)
-	$(CARGO) test --release --workspace
-	@scripts/test-sched-vm.sh
-	@if [ -d python/tests ]; then $(PY) -m pytest -q -rs python/tests; fi
-	@scripts/fuzz-short.sh
-	@scripts/test-skipped.sh $(SKIP_LOG)
+	@status=0; CARGO=$(CARGO) scripts/test-phases.sh $(TEST_LOGS) '$(TEST_VM)' || status=$$?; \
+	 scripts/test-skipped.sh $(SKIP_LOG); exit $$status
 
 fuzz-short: setup
 	@scripts/fuzz-short.sh

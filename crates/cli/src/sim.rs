@@ -37,8 +37,8 @@ pub struct SimArgs {
     /// one of default, slocal, smove, nest, haiku-low-latency,
     /// haiku-power-saving (Haiku's scheduler in full), with its options as
     /// parameters
-    /// (scx:smove:delay_us=50 is --smove-delay-us 50, scx:nest:warm=off is
-    /// --nest-no-warm).
+    /// (scx:smove:delay_us=50 is --smove-delay-us 50, scx:nest:reserve=off is
+    /// --nest-no-reserve).
     #[arg(long, default_value = "cfs")]
     pub policy: String,
     /// Frequency governor: powersave (hardware-controlled), schedutil,

@@ -16,7 +16,7 @@ mod bpf_skel {
 pub mod pmqos;
 pub mod stats;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,107 +25,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bpf_skel::*;
-use libbpf_rs::skel::Skel;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags, MapHandle};
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read};
 
 /// Where the frequency map is pinned while a scheduler with --freq-source=map runs.
 pub const FREQ_PIN: &str = "/sys/fs/bpf/warmcore_freq";
 const SCHED_EXT_DIR: &str = "/sys/kernel/sched_ext";
-/// The performance scale of scx_bpf_cpuperf_cur/set (the kernel's
-/// SCHED_CAPACITY_SCALE).
-const SCX_CPUPERF_ONE: u32 = 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Policy {
-    /// sched_ext's built-in idle-CPU selection; each CPU's frequency target
-    /// follows its utilisation, as under the fair class.
-    Default,
-    /// S_local: the woken or forked task goes to the waker's CPU; frequency
-    /// targets follow utilisation.
-    Slocal,
-    /// S_move: the waker's CPU when the chosen CPU is slow, with a move
-    /// timer; frequency targets follow utilisation.
-    Smove,
-    /// Nest: primary and reserve nests, warm cores; primary-nest CPUs ask
-    /// for the highest frequency, the others follow their utilisation.
-    Nest,
-    /// Haiku's scheduler, low latency mode: a queue per core ordered by
-    /// effective priority (Linux nice 0 is Haiku's normal priority 10, nice
-    /// -20 is 20 and nice 19 is 1, SCHED_IDLE 1), penalties that cycle it,
-    /// quanta of 2 ms at priority 10 bounded by 5 ms / waiting threads
-    /// (at least 100 us); wake-ups spread over idle cores; frequency
-    /// targets step toward a load of 550/1000. --slice-us and
-    /// --slice-min-us do not apply.
-    HaikuLowLatency,
-    /// Haiku's scheduler, power saving mode: as haiku-low-latency with
-    /// quanta of 6 ms bounded by 20 ms / waiting threads (at least 500
-    /// us); small tasks are packed on one core while it stays below a load
-    /// of 700/1000, leaving the others idle.
-    HaikuPowerSaving,
-}
+pub use warmcore_sched_settings::{FreqSource, FreqSteer, Global, NestWarm, Policy, Settings, Topology, MAX_CPUS};
 
-impl Policy {
-    fn id(self) -> u32 {
-        match self {
-            Policy::Default => bpf_intf::wc_policy_WC_POLICY_DEFAULT,
-            Policy::Slocal => bpf_intf::wc_policy_WC_POLICY_SLOCAL,
-            Policy::Smove => bpf_intf::wc_policy_WC_POLICY_SMOVE,
-            Policy::Nest => bpf_intf::wc_policy_WC_POLICY_NEST,
-            Policy::HaikuLowLatency => bpf_intf::wc_policy_WC_POLICY_HAIKU_LOW_LATENCY,
-            Policy::HaikuPowerSaving => bpf_intf::wc_policy_WC_POLICY_HAIKU_POWER_SAVING,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Default => "default",
-            Policy::Slocal => "slocal",
-            Policy::Smove => "smove",
-            Policy::Nest => "nest",
-            Policy::HaikuLowLatency => "haiku-low-latency",
-            Policy::HaikuPowerSaving => "haiku-power-saving",
-        }
-    }
-}
-
-/// How Nest keeps the cores of its primary nest warm (Nest, section 3.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum NestWarm {
-    /// Hold them in the polling idle state through their PM QoS resume
-    /// latency, restored at exit (the default where the files exist).
-    Pmqos,
-    /// A spinning SCHED_IDLE thread per CPU that the scheduler runs on an
-    /// idle primary core (each wake-up there then preempts it).
-    Threads,
-    /// Not at all.
-    Off,
-}
-
-/// When the scheduler sets CPU performance targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FreqSteer {
-    /// When some CPU's cpufreq governor is schedutil, the one that follows them.
-    Auto,
-    /// Always.
-    On,
-    /// Never: under schedutil every CPU then asks for its highest frequency.
-    Off,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum FreqSource {
-    /// scx_bpf_cpuperf_cur() at each CPU's tick.
-    Kernel,
-    /// A BPF map written by `warmcore sched freq set CPU KHZ`.
-    Map,
-}
-
-/// Options of `warmcore sched`.
+/// Options of `warmcore sched`: the program's settings, and how this
+/// process runs it.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SchedOpts {
-    /// Placement policy.
-    #[arg(long, value_enum, default_value = "default")]
-    pub policy: Policy,
+    #[command(flatten)]
+    pub settings: Settings,
     /// Print decision counts as one JSON line every SECS seconds (and at exit),
     /// from a monitor thread reading the scheduler's stats server.
     #[arg(long, value_name = "SECS", value_parser = warmcore_args::positive_secs)]
@@ -134,85 +49,14 @@ pub struct SchedOpts {
     /// seconds, as JSON lines, until interrupted.
     #[arg(long, value_name = "SECS", conflicts_with = "stats", value_parser = warmcore_args::positive_secs)]
     pub monitor: Option<Duration>,
-    /// Time each operation (calls, total and mean time), shown with the stats.
-    #[arg(long)]
-    pub profile: bool,
     /// Stop after SECS seconds (detach and exit 0), as on SIGINT.
     #[arg(long, value_name = "SECS", value_parser = warmcore_args::secs)]
     pub run_for: Option<Duration>,
-    /// Where CPU frequencies come from.
-    #[arg(long, value_enum, default_value = "kernel")]
-    pub freq_source: FreqSource,
-    /// Set each CPU's performance target (scx_bpf_cpuperf_set), which the
-    /// schedutil governor follows once a sched_ext scheduler runs: from the
-    /// CPU's and its running task's utilisation, as the fair class computes
-    /// it, or the maximum for nest's primary CPUs.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub freq_steer: FreqSteer,
-    /// Longest slice, in microseconds (shrinks as tasks wait).
-    #[arg(long, default_value_t = 5000, value_parser = warmcore_args::count::<u64>(100, 1_000_000))]
-    pub slice_us: u64,
-    /// Shortest slice, in microseconds.
-    #[arg(long, default_value_t = 250, value_parser = warmcore_args::count::<u64>(10, 1_000_000))]
-    pub slice_min_us: u64,
     /// The kernel's tick rate (CONFIG_HZ), for a kernel whose configuration
     /// cannot be read (/proc/config.gz, /boot/config-RELEASE); it overrides
     /// the configuration. Nest counts P_remove in ticks.
     #[arg(long, value_parser = warmcore_args::count::<u64>(100, 1000))]
     pub hz: Option<u64>,
-    /// smove: a CPU is at low frequency when at or below this (kHz); default:
-    /// each CPU's minimum frequency; 0 disables the delay.
-    #[arg(long, value_name = "KHZ")]
-    pub smove_threshold_khz: Option<u32>,
-    /// smove: the timer delay D in microseconds (Fewer Cores, More Hertz, section 3.2).
-    #[arg(long, default_value_t = 50, value_parser = warmcore_args::count::<u64>(1, 1_000_000))]
-    pub smove_delay_us: u64,
-    /// nest: P_remove, ticks before an idle primary core may be compacted.
-    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u64>(0, 1_000_000))]
-    pub nest_p_remove: u64,
-    /// nest: R_max, the largest reserve nest.
-    #[arg(long, default_value_t = 5, value_parser = warmcore_args::count::<u32>(0, bpf_intf::wc_consts_WC_MAX_CPUS as u64))]
-    pub nest_r_max: u32,
-    /// nest: R_impatient, misses of the previous core before a task is impatient.
-    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u32>(0, 1_000_000))]
-    pub nest_r_impatient: u32,
-    /// nest: S_max, ticks a warmer keeps an idle primary core busy (0 counts as 1).
-    #[arg(long, default_value_t = 2, value_parser = warmcore_args::count::<u64>(0, 1_000_000))]
-    pub nest_s_max: u64,
-    /// nest: no attached cores (section 3.3).
-    #[arg(long)]
-    pub nest_no_attach: bool,
-    /// nest: no reserve nest (section 3.1).
-    #[arg(long)]
-    pub nest_no_reserve: bool,
-    /// nest: no compaction of the primary nest (section 3.1).
-    #[arg(long)]
-    pub nest_no_compaction: bool,
-    /// nest: no impatience (section 3.1).
-    #[arg(long)]
-    pub nest_no_impatience: bool,
-    /// nest: no demotion of a core whose task exited (section 3.1).
-    #[arg(long)]
-    pub nest_no_exit_demote: bool,
-    /// nest: search the nests in CPU order, not the task's die first (section 3.1).
-    #[arg(long)]
-    pub nest_no_die_first: bool,
-    /// nest: fall back to the task's die only, not every die (section 3.4).
-    #[arg(long)]
-    pub nest_no_wc_dies: bool,
-    /// nest: no placement claim flag (section 3.4).
-    #[arg(long)]
-    pub nest_no_claim: bool,
-    /// nest: how idle primary cores are kept warm (section 3.2); default
-    /// pmqos where /sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us
-    /// exists, else threads.
-    #[arg(long, value_enum)]
-    pub nest_warm: Option<NestWarm>,
-    /// nest: no fork hint (a forked child tries first the core of its
-    /// parent's previous child, or the core its parent was forked from; a
-    /// fork/wait chain then stays on two cores).
-    #[arg(long)]
-    pub nest_no_fork_hint: bool,
 }
 
 /// Why the loader cannot start: one line each, saying what to do.
@@ -263,15 +107,6 @@ fn kconfig(hz: Option<u64>) -> Result<Option<std::ffi::CString>> {
 
 fn read_sysfs_u32(path: &str) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// S_move's threshold of `khz` on the scale of scx_bpf_cpuperf_cur
-/// (SCX_CPUPERF_ONE at the frequency `reference_khz`); 0 when unknown.
-pub fn smove_threshold_perf(khz: u32, reference_khz: u32) -> u32 {
-    if reference_khz == 0 {
-        return 0;
-    }
-    (khz as u64 * SCX_CPUPERF_ONE as u64 / reference_khz as u64).min(u32::MAX as u64) as u32
 }
 
 /// Set one CPU's frequency in the running scheduler's map (--freq-source=map).
@@ -396,20 +231,14 @@ impl Drop for PinnedMap {
     }
 }
 
-/// What the scheduler needs of the machine: the number of possible CPU
-/// ids, the online CPUs, and per CPU its die (last-level cache) id and its
-/// core as the core's lowest-numbered CPU (WC_MAX_CPUS for a CPU offline,
-/// which haiku's core searches then skip).
-struct Topo {
-    nr: usize,
-    online: Vec<usize>,
-    llc: Vec<u32>,
-    core: Vec<u32>,
-}
-
-fn topology() -> Result<Topo> {
+/// The machine as the program's settings need it ([`Topology`], from sysfs),
+/// and its online CPUs.
+fn topology(qos_paths: &pmqos::Paths) -> Result<(Topology, Vec<usize>)> {
     let topo = scx_utils::Topology::new().context("reading the CPU topology")?;
     let nr = *scx_utils::NR_CPU_IDS;
+    if nr > MAX_CPUS as usize {
+        bail!("{nr} CPUs: this build handles at most {MAX_CPUS}");
+    }
     let mut llc = vec![0u32; nr];
     let mut online = vec![];
     for (id, cpu) in &topo.all_cpus {
@@ -418,7 +247,7 @@ fn topology() -> Result<Topo> {
             online.push(*id);
         }
     }
-    let mut core = vec![bpf_intf::wc_consts_WC_MAX_CPUS; nr];
+    let mut core = vec![MAX_CPUS; nr];
     for c in topo.all_cores.values() {
         if c.cpus.len() > bpf_intf::wc_consts_WC_MAX_SMT as usize {
             bail!("a core with more than {} hardware threads: this build handles at most that many", bpf_intf::wc_consts_WC_MAX_SMT);
@@ -428,7 +257,94 @@ fn topology() -> Result<Topo> {
             core[cpu] = first;
         }
     }
-    Ok(Topo { nr, online, llc, core })
+    let cpufreq = |cpu: usize, file: &str| read_sysfs_u32(&format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/{file}"));
+    let topo = Topology {
+        nr_cpus: nr as u32,
+        llc,
+        core,
+        min_khz: (0..nr).map(|c| cpufreq(c, "cpuinfo_min_freq").unwrap_or(0)).collect(),
+        reference_khz: (0..nr)
+            .map(|c| cpufreq(c, "base_frequency").or_else(|| cpufreq(c, "cpuinfo_max_freq")).unwrap_or(0))
+            .collect(),
+        schedutil: (0..nr).any(|c| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"))
+                .is_ok_and(|g| g.trim() == "schedutil")
+        }),
+        pmqos: qos_paths.available(&online),
+        // SAFETY: sched_getcpu has no preconditions.
+        loader_cpu: unsafe { libc::sched_getcpu() }.max(0) as u32,
+    };
+    Ok((topo, online))
+}
+
+/// Where each `const volatile` global of the program lives in its `.rodata`:
+/// (offset, element size, elements), from the object's BTF.
+fn rodata_layout(obj: &libbpf_rs::OpenObject) -> Result<HashMap<String, (usize, usize, usize)>> {
+    use libbpf_rs::btf::types::{Array, DataSec, Var};
+    // SAFETY: the pointer comes from a live open object, which outlives `btf`.
+    let btf = libbpf_rs::btf::Btf::from_bpf_object(unsafe { obj.as_libbpf_object().as_ref() })?
+        .context("the BPF object has no BTF")?;
+    let sec: DataSec = btf.type_by_name(".rodata").context("the BPF object has no .rodata")?;
+    let mut layout = HashMap::new();
+    for info in sec.iter() {
+        let Some(var) = btf.type_by_id::<Var>(info.ty) else { continue };
+        let Some(name) = var.name() else { continue };
+        let ty = var.next_type().context("a global without a type")?.skip_mods_and_typedefs();
+        let n = Array::try_from(ty).map_or(1, |a| a.capacity()).max(1);
+        layout.insert(name.to_string_lossy().into_owned(), (info.offset as usize, info.size / n, n));
+    }
+    Ok(layout)
+}
+
+/// Write the program's globals into its `.rodata` before it loads, by their
+/// names as the settings give them (the simulator sets the same names in its
+/// host build).
+#[doc(hidden)]
+pub fn set_globals(obj: &libbpf_rs::OpenObject, rodata: &mut [u8], globals: &[Global]) -> Result<()> {
+    let layout = rodata_layout(obj)?;
+    for g in globals {
+        let &(offset, size, n) =
+            layout.get(g.name).with_context(|| format!("the BPF program has no global {}", g.name))?;
+        if g.index as usize >= n || !matches!(size, 1 | 2 | 4 | 8) {
+            bail!("the BPF program's global {} has no element {} of a scalar type", g.name, g.index);
+        }
+        let at = offset + g.index as usize * size;
+        rodata[at..at + size].copy_from_slice(&g.value.to_ne_bytes()[..size]);
+    }
+    Ok(())
+}
+
+/// The program's globals as the loader left them: each element of each
+/// `const volatile` global (for the tests, which compare them with the
+/// simulator's).
+#[doc(hidden)]
+pub fn read_globals(obj: &libbpf_rs::OpenObject, rodata: &[u8]) -> Result<Vec<(String, u32, u64)>> {
+    let mut out = vec![];
+    for (name, (offset, size, n)) in rodata_layout(obj)? {
+        for i in 0..n {
+            let at = offset + i * size;
+            let mut b = [0u8; 8];
+            b[..size.min(8)].copy_from_slice(&rodata[at..at + size.min(8)]);
+            out.push((name.clone(), i as u32, u64::from_ne_bytes(b)));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The program opened, not loaded, with its globals set from `settings` on
+/// `topo` (for the tests: no kernel is needed to open it).
+#[doc(hidden)]
+pub fn globals_as_loaded(settings: &Settings, topo: &Topology) -> Result<Vec<(String, u32, u64)>> {
+    let mut open_object = MaybeUninit::uninit();
+    let mut skel = BpfSkelBuilder::default().open(&mut open_object)?;
+    let globals = settings.globals(topo);
+    let rodata = skel.maps.rodata.initial_value_mut().context("the program has no .rodata")?;
+    // The object is borrowed again for its BTF: copy the bytes out and back.
+    let mut bytes = rodata.to_vec();
+    set_globals(skel.open_object_mut(), &mut bytes, &globals)?;
+    skel.maps.rodata.initial_value_mut().unwrap().copy_from_slice(&bytes);
+    read_globals(skel.open_object_mut(), &bytes)
 }
 
 /// `--monitor SECS`: print the statistics of the scheduler running in another
@@ -467,9 +383,7 @@ enum Ended {
 /// of CPUs, as the scx schedulers do, and its statistics go on.
 pub fn run(opts: &SchedOpts, out: &mut dyn std::io::Write) -> Result<Outcome> {
     preflight()?;
-    if opts.slice_min_us > opts.slice_us {
-        bail!("--slice-min-us ({}) is above --slice-us ({}): lower it", opts.slice_min_us, opts.slice_us);
-    }
+    opts.settings.check().map_err(anyhow::Error::msg)?;
     if opts.stats.is_some_and(|p| p.is_zero()) {
         bail!("--stats 0: give a positive number of seconds");
     }
@@ -562,24 +476,17 @@ fn verified_insns(skel: &BpfSkel) -> BTreeMap<String, u64> {
 
 fn run_once(se: &Session) -> Result<Ended> {
     let opts = se.opts;
-    let Topo { nr: nr_cpus, online, llc, core } = topology()?;
-    if nr_cpus > bpf_intf::wc_consts_WC_MAX_CPUS as usize {
-        bail!("{nr_cpus} CPUs: this build handles at most {}", bpf_intf::wc_consts_WC_MAX_CPUS);
-    }
+    let set = &opts.settings;
+    let qos_paths = pmqos::Paths::default();
     // Warm cores only where a CPU is online: a warmer made for an offline
     // CPU would wait where nobody runs it until the watchdog ejects the
     // scheduler.
-    let qos_paths = pmqos::Paths::default();
-    let warm_mode = match opts.nest_warm {
-        _ if opts.policy != Policy::Nest => NestWarm::Off,
-        Some(m) => m,
-        None if qos_paths.available(&online) => NestWarm::Pmqos,
-        None => {
-            eprintln!("warmcore sched: nest: no PM QoS resume latency files in sysfs: warmer threads keep the cores warm");
-            NestWarm::Threads
-        }
-    };
-    if warm_mode == NestWarm::Pmqos && !qos_paths.available(&online) {
+    let (topo, online) = topology(&qos_paths)?;
+    let warm_mode = set.warm(&topo);
+    if set.policy == Policy::Nest && set.nest_warm.is_none() && warm_mode == NestWarm::Threads {
+        eprintln!("warmcore sched: nest: no PM QoS resume latency files in sysfs: warmer threads keep the cores warm");
+    }
+    if warm_mode == NestWarm::Pmqos && !topo.pmqos {
         bail!("--nest-warm pmqos: this kernel has no {}/cpuN/power/pm_qos_resume_latency_us: use --nest-warm threads", qos_paths.sysfs_cpu.display());
     }
     let warm = warm_mode == NestWarm::Threads;
@@ -608,64 +515,19 @@ fn run_once(se: &Session) -> Result<Ended> {
             | *compat::SCX_OPS_KEEP_BUILTIN_IDLE;
         // Only Nest acts on idle transitions; other policies skip the call
         // the kernel would make at each one.
-        if opts.policy != Policy::Nest {
+        if set.policy != Policy::Nest {
             ops.update_idle = std::ptr::null_mut();
         }
-        let ro = skel.maps.rodata_data.as_mut().unwrap();
-        ro.nr_cpus = nr_cpus as u32;
-        ro.policy = opts.policy.id();
-        ro.freq_source = match opts.freq_source {
-            FreqSource::Kernel => bpf_intf::wc_freq_source_WC_FREQ_KERNEL,
-            FreqSource::Map => bpf_intf::wc_freq_source_WC_FREQ_MAP,
-        };
-        ro.profile = opts.profile;
-        ro.freq_steer = match opts.freq_steer {
-            FreqSteer::On => true,
-            FreqSteer::Off => false,
-            FreqSteer::Auto => (0..nr_cpus).any(|cpu| {
-                std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"))
-                    .is_ok_and(|g| g.trim() == "schedutil")
-            }),
-        };
-        ro.slice_max_ns = opts.slice_us * 1000;
-        ro.slice_min_ns = opts.slice_min_us * 1000;
-        for (cpu, &cache) in llc.iter().enumerate().take(nr_cpus) {
-            ro.cpu_llc[cpu] = cache;
-            ro.cpu_core[cpu] = core[cpu];
-            let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
-            let khz = opts.smove_threshold_khz.or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_min_freq"))).unwrap_or(0);
-            ro.smove_threshold_khz[cpu] = khz;
-            // The kernel's measure is relative to a turbo frequency at or
-            // above the base one: dividing by the base frequency counts a
-            // CPU at the threshold as low whatever that turbo frequency is
-            // (docs/model.md, S_move in the scheduler).
-            let reference = read_sysfs_u32(&format!("{base}/base_frequency"))
-                .or_else(|| read_sysfs_u32(&format!("{base}/cpuinfo_max_freq")))
-                .unwrap_or(0);
-            ro.smove_threshold_perf[cpu] = smove_threshold_perf(khz, reference);
-            if opts.policy == Policy::Smove && opts.freq_source == FreqSource::Kernel && reference == 0 && cpu == 0 {
-                eprintln!("warmcore sched: smove: this machine reports no CPU frequencies (no cpufreq), so no CPU ever counts as slow; use --freq-source=map to set them");
-            }
-        }
-        ro.smove_delay_ns = opts.smove_delay_us * 1000;
-        ro.nest_p_remove_ticks = opts.nest_p_remove;
-        ro.nest_r_max = opts.nest_r_max;
-        ro.nest_r_impatient = opts.nest_r_impatient;
-        ro.nest_s_max_ticks = opts.nest_s_max.max(1);
-        // SAFETY: sched_getcpu has no preconditions.
-        ro.nest_reserve_start = unsafe { libc::sched_getcpu() }.max(0);
-        ro.nest_attach = !opts.nest_no_attach;
-        ro.nest_reserve = !opts.nest_no_reserve;
-        ro.nest_compaction = !opts.nest_no_compaction;
-        ro.nest_impatience = !opts.nest_no_impatience;
-        ro.nest_exit_demote = !opts.nest_no_exit_demote;
-        ro.nest_die_first = !opts.nest_no_die_first;
-        ro.nest_wc_dies = !opts.nest_no_wc_dies;
-        ro.nest_claim = !opts.nest_no_claim;
-        ro.nest_warm = warm;
-        ro.nest_fork_hint = !opts.nest_no_fork_hint;
     }
-    if opts.policy != Policy::Nest {
+    if set.policy == Policy::Smove && set.freq_source == FreqSource::Kernel && topo.reference_khz.first() == Some(&0) {
+        eprintln!("warmcore sched: smove: this machine reports no CPU frequencies (no cpufreq), so no CPU ever counts as slow; use --freq-source=map to set them");
+    }
+    {
+        let mut rodata = skel.maps.rodata.initial_value_mut().context("the BPF program has no .rodata")?.to_vec();
+        set_globals(skel.open_object_mut(), &mut rodata, &set.globals(&topo))?;
+        skel.maps.rodata.initial_value_mut().unwrap().copy_from_slice(&rodata);
+    }
+    if set.policy != Policy::Nest {
         skel.progs.wc_update_idle.set_autoload(false);
     }
     let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
@@ -679,7 +541,7 @@ fn run_once(se: &Session) -> Result<Ended> {
                 .context("registering the warmer threads")?;
         }
     }
-    if opts.freq_source == FreqSource::Map {
+    if set.freq_source == FreqSource::Map {
         _pinned = Some(PinnedMap::pin(&mut skel.maps.freq_map)?);
     }
     // scx_ops_attach! attaches the struct_ops map by itself; left to the
@@ -692,7 +554,7 @@ fn run_once(se: &Session) -> Result<Ended> {
     if let Some(w) = &warmers {
         w.go.store(true, Ordering::Relaxed);
     }
-    eprintln!("warmcore sched: policy {} attached on {} CPUs", opts.policy.name(), online.len());
+    eprintln!("warmcore sched: policy {} attached on {} CPUs", set.policy.name(), online.len());
 
     let read = |skel: &BpfSkel, qos: &Option<pmqos::PmQos>| -> Result<stats::Metrics> {
         let mut m = stats::read(skel, opts, se.start.elapsed())?;

@@ -170,7 +170,7 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
         }
     }
     let counts = STAT_NAMES.iter().zip(sum.cnt.iter()).map(|(n, v)| (n.to_string(), *v)).collect();
-    let profile = if !opts.profile {
+    let profile = if !opts.settings.profile {
         BTreeMap::new()
     } else {
         PROF_NAMES
@@ -185,7 +185,7 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
     };
     let bss = skel.maps.bss_data.as_ref().unwrap();
     Ok(Metrics {
-        policy: opts.policy.name().to_string(),
+        policy: opts.settings.policy.name().to_string(),
         elapsed_s: elapsed.as_secs_f64(),
         counts,
         nest_primary: bss.nr_primary,

@@ -20,10 +20,11 @@ fn opts(args: &[&str]) -> Result<SchedOpts, clap::Error> {
 #[test]
 fn options_parse_with_table1_defaults() {
     let o = opts(&["--policy", "nest"]).unwrap();
-    assert_eq!(o.policy, Policy::Nest);
+    let s = &o.settings;
+    assert_eq!(s.policy, Policy::Nest);
     // Nest, Table 1
-    assert_eq!((o.nest_p_remove, o.nest_r_max, o.nest_r_impatient, o.nest_s_max), (2, 5, 2, 2));
-    assert_eq!(o.smove_delay_us, 50);
+    assert_eq!((s.nest_p_remove, s.nest_r_max, s.nest_r_impatient, s.nest_s_max), (2, 5, 2, 2));
+    assert_eq!(s.smove_delay_us, 50);
     assert!(opts(&["--policy", "cfs"]).is_err());
     assert!(opts(&["--slice-us", "5"]).is_err());
 }
@@ -77,7 +78,7 @@ fn times_and_counts_out_of_range_fail_in_parsing() {
     let o = opts(&["--run-for", "2.5", "--stats", "250ms", "--nest-r-max", "8"]).unwrap();
     assert_eq!(o.run_for, Some(std::time::Duration::from_millis(2500)));
     assert_eq!(o.stats, Some(std::time::Duration::from_millis(250)));
-    assert_eq!(o.nest_r_max, 8);
+    assert_eq!(o.settings.nest_r_max, 8);
     assert_eq!(opts(&["--run-for", "0"]).unwrap().run_for, Some(std::time::Duration::ZERO));
 }
 

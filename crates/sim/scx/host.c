@@ -864,31 +864,67 @@ void wc_sim_detach(void)
 	}
 }
 
-/* Set a load-time knob (a `const volatile` global), element @index of an
- * array knob. 0, -ENOENT (no such knob) or -E2BIG (index out of range). */
-int wc_sim_knob_set(const char *name, u32 index, u64 value)
+/* Element @index of the load-time knob (a `const volatile` global) @name,
+ * and its size in @size; NULL with @err -ENOENT (no such knob) or -E2BIG
+ * (index out of range). */
+static u8 *wc_knob_at(const char *name, u32 index, u32 *size, int *err)
 {
 	const struct wc_knob *k;
-	u8 *at;
 	u32 i;
 
 	for (i = 0; i < WC_NR_KNOBS; i++) {
 		k = &wc_knobs[i];
 		if (!wc_streq(k->name, name))
 			continue;
-		if (index >= k->count)
-			return -E2BIG;
-		at = (u8 *)k->addr + (u64)index * k->size;
-		switch (k->size) {
-		case 1: *(u8 *)at = value; break;
-		case 2: *(u16 *)at = value; break;
-		case 4: *(u32 *)at = value; break;
-		case 8: *(u64 *)at = value; break;
-		default: return -EINVAL;
+		if (index >= k->count) {
+			*err = -E2BIG;
+			return NULL;
 		}
-		return 0;
+		*size = k->size;
+		return (u8 *)k->addr + (u64)index * k->size;
 	}
-	return -ENOENT;
+	*err = -ENOENT;
+	return NULL;
+}
+
+/* Set a load-time knob, element @index of an array knob. 0 or an error of
+ * wc_knob_at, -EINVAL for a size that is no scalar's. */
+int wc_sim_knob_set(const char *name, u32 index, u64 value)
+{
+	int err = 0;
+	u32 size = 0;
+	u8 *at = wc_knob_at(name, index, &size, &err);
+
+	if (!at)
+		return err;
+	switch (size) {
+	case 1: *(u8 *)at = value; break;
+	case 2: *(u16 *)at = value; break;
+	case 4: *(u32 *)at = value; break;
+	case 8: *(u64 *)at = value; break;
+	default: return -EINVAL;
+	}
+	return 0;
+}
+
+/* Read a load-time knob back (for the tests that compare the simulator's
+ * globals with the kernel loader's). */
+int wc_sim_knob_get(const char *name, u32 index, u64 *value)
+{
+	int err = 0;
+	u32 size = 0;
+	const u8 *at = wc_knob_at(name, index, &size, &err);
+
+	if (!at)
+		return err;
+	switch (size) {
+	case 1: *value = *(const u8 *)at; break;
+	case 2: *value = *(const u16 *)at; break;
+	case 4: *value = *(const u32 *)at; break;
+	case 8: *value = *(const u64 *)at; break;
+	default: return -EINVAL;
+	}
+	return 0;
 }
 
 /* A map's storage, to read statistics or fill a map before the program runs. */

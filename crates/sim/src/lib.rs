@@ -20,6 +20,7 @@ pub mod queue;
 pub mod replay;
 pub mod rtapp;
 pub mod run;
+#[cfg(feature = "scx")]
 pub mod scx;
 pub mod sim;
 pub mod slocal;

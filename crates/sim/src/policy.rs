@@ -213,6 +213,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         "haiku-power-saving" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::PowerSaving, &params)?)),
         "haiku-old" => Ok(Box::new(crate::haiku_old::HaikuOld::new(machine, &params)?)),
         "nest" => Ok(Box::new(crate::nest::Nest::new(machine, &params)?)),
+        #[cfg(feature = "scx")]
         "scx" => {
             // scx:NAME[:key=value,...]: the sched_ext program's policy NAME.
             let rest = spec.split_once(':').map_or("", |r| r.1);
@@ -222,7 +223,14 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}, {}",
             POLICIES.join(", "),
-            crate::scx::SCX_POLICIES.iter().map(|n| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
+            scx_policy_names()
         ))),
     }
+}
+
+fn scx_policy_names() -> String {
+    #[cfg(feature = "scx")]
+    return warmcore_sched_settings::Policy::ALL.iter().map(|p| format!("scx:{}", p.name())).collect::<Vec<_>>().join(", ");
+    #[cfg(not(feature = "scx"))]
+    return "scx:NAME (not in this build: warmcore-sim's feature scx)".into();
 }

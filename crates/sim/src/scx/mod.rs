@@ -42,124 +42,33 @@ use crate::sim::{Mode, Sim, TState, Tid, TimerId};
 use crate::machine::Machine;
 use crate::policy::{Daemon, Enq, Policy, Wake, WakeKind};
 use crate::SimError;
+use warmcore_sched_settings::{NestWarm, Policy as ScxName, Settings, Topology};
 use program::{abi, HostOps, Program, TaskPtr};
-
-/// The program's policies, named as `warmcore sched --policy` names them
-/// and numbered by their place (intf.h's `enum wc_policy`).
-pub const SCX_POLICIES: &[&str] = &include!(concat!(env!("OUT_DIR"), "/wc_policy_names.rs"));
 
 /// Time offset of the program's clock (see the module doc).
 const CLOCK_OFFSET_NS: u64 = 1_000_000_000;
 /// The kernel's bound on ops.dispatch rounds in one balance (SCX_DSP_MAX_LOOPS).
 const DISPATCH_MAX_LOOPS: u32 = 32;
 
-/// Knobs from `scx:NAME:key=value,...`, named after `warmcore sched`'s
-/// options (`--smove-delay-us 50` is `delay_us=50`, `--nest-no-warm` is
-/// `warm=off`), with the same defaults.
-struct Params {
-    policy: u32,
-    slice_us: u64,
-    slice_min_us: u64,
-    freq_steer: bool,
-    /// Nest's warm cores: "pmqos", "threads" or "off" (`--nest-warm`).
-    warm: &'static str,
-    threshold_khz: Option<u32>,
-    delay_us: u64,
-    p_remove: u64,
-    r_max: u32,
-    r_impatient: u32,
-    s_max: u64,
-    /// Nest's on/off features: (name, knob, on).
-    switches: Vec<(&'static str, &'static str, bool)>,
-}
-
-const NEST_SWITCHES: &[(&str, &str)] = &[
-    ("attach", "nest_attach"),
-    ("reserve", "nest_reserve"),
-    ("compaction", "nest_compaction"),
-    ("impatience", "nest_impatience"),
-    ("exit_demote", "nest_exit_demote"),
-    ("die_first", "nest_die_first"),
-    ("wc_dies", "nest_wc_dies"),
-    ("claim", "nest_claim"),
-    ("fork_hint", "nest_fork_hint"),
-];
-
-fn parse_params(name: &str, params: &[(String, String)]) -> Result<Params, SimError> {
-    let Some(id) = SCX_POLICIES.iter().position(|n| *n == name) else {
-        return Err(SimError::Input(format!(
-            "unknown sched_ext policy 'scx:{name}'; valid: {}",
-            SCX_POLICIES.iter().map(|n| format!("scx:{n}")).collect::<Vec<_>>().join(", ")
-        )));
-    };
-    let mut p = Params {
-        policy: id as u32,
-        slice_us: 5000,
-        slice_min_us: 250,
-        // `--freq-steer auto` where the governor is schedutil; the other
-        // governors of the simulator ignore performance targets.
-        freq_steer: true,
-        // `--nest-warm`'s default where the PM QoS files exist, as on the
-        // servers the machines model.
-        warm: "pmqos",
-        threshold_khz: None,
-        delay_us: 50,
-        p_remove: 2,
-        r_max: 5,
-        r_impatient: 2,
-        s_max: 2,
-        switches: NEST_SWITCHES.iter().map(|&(n, k)| (n, k, true)).collect(),
-    };
-    let mut valid: Vec<&str> = vec!["slice_us", "slice_min_us", "freq_steer"];
-    match name {
-        "smove" => valid.extend(["threshold_khz", "delay_us"]),
-        "nest" => {
-            valid.extend(["p_remove", "r_max", "r_impatient", "s_max", "warm"]);
-            valid.extend(NEST_SWITCHES.iter().map(|(n, _)| *n));
-        }
-        _ => {}
-    }
-    for (k, v) in params {
-        if !valid.contains(&k.as_str()) {
-            return Err(SimError::Input(format!(
-                "scx:{name} has no parameter '{k}'; valid: {}",
-                valid.join(", ")
-            )));
-        }
-        let bad = |what: &str| SimError::Input(format!("scx:{name}: {k}={v}: expected {what}"));
-        let num = |lo: u64, hi: u64| -> Result<u64, SimError> {
-            v.parse::<u64>().ok().filter(|n| (lo..=hi).contains(n)).ok_or_else(|| bad(&format!("an integer in {lo}..={hi}")))
-        };
-        match k.as_str() {
-            // The ranges of `warmcore sched`'s options.
-            "slice_us" => p.slice_us = num(100, 1_000_000)?,
-            "slice_min_us" => p.slice_min_us = num(10, 1_000_000)?,
-            "freq_steer" => p.freq_steer = on_off(v).ok_or_else(|| bad("on or off"))?,
-            "warm" => {
-                p.warm = ["pmqos", "threads", "off"].into_iter().find(|w| w == v).ok_or_else(|| bad("pmqos, threads or off"))?
-            }
-            "threshold_khz" => p.threshold_khz = Some(num(0, u32::MAX as u64)? as u32),
-            "delay_us" => p.delay_us = num(1, 1_000_000)?,
-            "p_remove" => p.p_remove = num(0, 1_000_000)?,
-            "r_max" => p.r_max = num(0, 1024)? as u32,
-            "r_impatient" => p.r_impatient = num(0, 1_000_000)? as u32,
-            "s_max" => p.s_max = num(1, 1_000_000)?,
-            sw => {
-                let on = on_off(v).ok_or_else(|| bad("on or off"))?;
-                for s in p.switches.iter_mut().filter(|s| s.0 == sw) {
-                    s.2 = on;
-                }
-            }
-        }
-    }
-    Ok(p)
-}
-
-fn on_off(v: &str) -> Option<bool> {
-    match v {
-        "on" | "true" | "1" | "" => Some(true),
-        "off" | "false" | "0" => Some(false),
-        _ => None,
+/// The machine as the program's settings need it: what `warmcore sched`
+/// reads from sysfs, from the machine file.
+pub fn topology(machine: &Machine) -> Topology {
+    let n = machine.nr_cpus as usize;
+    Topology {
+        nr_cpus: machine.nr_cpus,
+        llc: machine.cpu_die.clone(),
+        // A core is named by its lowest-numbered CPU.
+        core: (0..n)
+            .map(|c| machine.core_cpus[machine.cpu_core[c] as usize].iter().copied().min().unwrap_or(c as u32))
+            .collect(),
+        min_khz: vec![machine.min_khz(); n],
+        reference_khz: vec![machine.base_khz(); n],
+        // `--freq-steer auto` steers; the simulator's other governors ignore
+        // performance targets.
+        schedutil: true,
+        // The PM QoS files exist, as on the servers the machines model.
+        pmqos: true,
+        loader_cpu: 0,
     }
 }
 
@@ -948,7 +857,7 @@ impl ScxPolicy {
         params: &[(String, String)],
         shared_object: Option<&[u8]>,
     ) -> Result<ScxPolicy, SimError> {
-        let p = parse_params(name, params)?;
+        let settings = Settings::from_params(name, params).map_err(SimError::Input)?;
         if machine.nr_cpus > 1024 {
             return Err(SimError::Input(format!(
                 "scx:{name}: {} CPUs; the program handles at most 1024",
@@ -1024,37 +933,13 @@ impl ScxPolicy {
         });
         prog.attach(&*ops, machine.nr_cpus).map_err(SimError::Input)?;
 
-        // What the loader sets before load (crates/sched/src/lib.rs).
-        let set = |prog: &mut Box<Program>, knob: &str, i: u32, v: u64| prog.set(knob, i, v).map_err(SimError::Input);
-        set(&mut prog, "nr_cpus", 0, machine.nr_cpus as u64)?;
-        set(&mut prog, "policy", 0, p.policy as u64)?;
-        set(&mut prog, "slice_max_ns", 0, p.slice_us * 1000)?;
-        set(&mut prog, "slice_min_ns", 0, p.slice_min_us * 1000)?;
-        set(&mut prog, "freq_steer", 0, p.freq_steer as u64)?;
-        for c in 0..machine.nr_cpus {
-            set(&mut prog, "cpu_llc", c, machine.cpu_die[c as usize] as u64)?;
-            // A core is named by its lowest-numbered CPU.
-            let core = &machine.core_cpus[machine.cpu_core[c as usize] as usize];
-            set(&mut prog, "cpu_core", c, core.iter().copied().min().unwrap_or(c) as u64)?;
-            // As `warmcore sched` sets them: the threshold in kHz, and on the
-            // measure's scale with the base frequency as the reference.
-            let khz = p.threshold_khz.unwrap_or(machine.min_khz()) as u64;
-            set(&mut prog, "smove_threshold_khz", c, khz)?;
-            let base = machine.spec.freq_base_mhz as u64 * 1000;
-            set(&mut prog, "smove_threshold_perf", c, (khz * k.cpuperf_one as u64 / base).min(u32::MAX as u64))?;
+        // What the loader sets before load, as `warmcore sched` sets them.
+        let topo = topology(machine);
+        for g in settings.globals(&topo) {
+            prog.set(g.name, g.index, g.value).map_err(SimError::Input)?;
         }
-        set(&mut prog, "smove_delay_ns", 0, p.delay_us * 1000)?;
-        set(&mut prog, "nest_p_remove_ticks", 0, p.p_remove)?;
-        set(&mut prog, "nest_r_max", 0, p.r_max as u64)?;
-        set(&mut prog, "nest_r_impatient", 0, p.r_impatient as u64)?;
-        set(&mut prog, "nest_s_max_ticks", 0, p.s_max.max(1))?;
-        set(&mut prog, "nest_reserve_start", 0, 0)?;
-        let nest = name == "nest";
-        let warmers = nest && p.warm == "threads";
-        set(&mut prog, "nest_warm", 0, warmers as u64)?;
-        for &(_, knob, on) in &p.switches {
-            set(&mut prog, knob, 0, on as u64)?;
-        }
+        let nest = settings.policy == ScxName::Nest;
+        let warm = settings.warm(&topo);
         // SAFETY: constants of the program's build.
         let (ops_mask, timeout_ms) = unsafe { ((prog.f.ops_mask)(), (prog.f.timeout_ms)()) };
         Ok(ScxPolicy {
@@ -1069,9 +954,16 @@ impl ScxPolicy {
             watchdog: None,
             prev: vec![None; n],
             balanced: vec![None; n],
-            warmers,
-            pmqos: (nest && p.warm == "pmqos").then(|| PmQos { seen: vec![None; n], timer: None }),
+            warmers: warm == NestWarm::Threads,
+            pmqos: (warm == NestWarm::Pmqos).then(|| PmQos { seen: vec![None; n], timer: None }),
         })
+    }
+
+    /// A load-time global of the program as its loader set it (element
+    /// `index`), for the tests that compare it with `warmcore sched`'s.
+    #[doc(hidden)]
+    pub fn global(&self, name: &str, index: u32) -> Option<u64> {
+        self.prog.get(name, index)
     }
 
     /// Run one of the program's operations on `cpu`, in `context`.

@@ -94,6 +94,7 @@ entry_points! {
     attach: unsafe extern "C" fn(*const HostOps, u32) -> c_int,
     detach: unsafe extern "C" fn(),
     knob_set: unsafe extern "C" fn(*const c_char, u32, u64) -> c_int,
+    knob_get: unsafe extern "C" fn(*const c_char, u32, *mut u64) -> c_int,
     map: unsafe extern "C" fn(*const c_char, *mut u32, *mut u32, *mut u32, *mut u32) -> *mut u8,
     map_update: unsafe extern "C" fn(*const c_char, *const c_void, *const c_void) -> i64,
     task_new: unsafe extern "C" fn(u32, c_int, c_int) -> TaskPtr,
@@ -193,6 +194,15 @@ impl Program {
             0 => Ok(()),
             e => Err(format!("the sched_ext program has no knob {name}[{index}] (error {e})")),
         }
+    }
+
+    /// A load-time knob's value, element `index`; None if there is none.
+    pub fn get(&self, name: &str, index: u32) -> Option<u64> {
+        let c = CString::new(name).ok()?;
+        let mut v = 0u64;
+        // SAFETY: a NUL-terminated name and an out-pointer to a local; host.c
+        // checks the index.
+        (unsafe { (self.f.knob_get)(c.as_ptr(), index, &mut v) } == 0).then_some(v)
     }
 
     /// A global of the program (the loader-read `u64`s such as nr_primary).

@@ -8,6 +8,7 @@
 //!   cpuidle tracks.
 //! - [`parquet`]: one row per event, for pandas, Polars and DuckDB.
 
+#[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod perfetto;
 
