@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Builds the sched_ext program of crates/sched (src/bpf/main.bpf.c, the file
-//! the kernel loads) for the host, as a shared object that the simulator
-//! embeds and loads once per run (`scx:NAME` policies, src/scx/).
+//! Builds the sched_ext program of crates/sched (src/bpf/main.bpf.c and the
+//! parts it includes, the files the kernel loads) for the host, as a shared
+//! object that the simulator embeds and loads once per run (`scx:NAME`
+//! policies, src/scx/).
 //!
 //! The headers are those of the BPF build: the scx headers and vmlinux.h
 //! that scx_cargo ships, libbpf's from libbpf-sys. From the program's text
-//! this script generates two tables that host.c compiles in: its maps (name,
+//! (main.bpf.c with its parts in place, as the compiler reads it) this
+//! script generates two tables that host.c compiles in: its maps (name,
 //! type, sizes) and its load-time knobs (`const volatile` globals), so that
-//! a map or knob added to main.bpf.c needs no change here.
+//! a map or knob added to any part needs no change here. It also keeps the
+//! program's files as built, for the tests' variants (scx::Source).
 //!
 //! Without the feature scx (the fuzz targets' build) there is no program to
 //! build, and neither clang nor the BPF headers are needed.
@@ -19,6 +22,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
+#[path = "../sched/bpf_parts.rs"]
+mod bpf_parts;
+
 const PROGRAM: &str = "../sched/src/bpf/main.bpf.c";
 
 #[cfg(not(feature = "scx"))]
@@ -27,7 +33,12 @@ fn main() {}
 #[cfg(feature = "scx")]
 fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for f in [PROGRAM, "../sched/src/bpf/intf.h", "scx/host.c", "scx/host.h", "scx/prelude.h"] {
+    let here = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let (files, program) = bpf_parts::program(&here.join(PROGRAM));
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
+    for f in ["../sched/src/bpf/intf.h", "../sched/bpf_parts.rs", "scx/host.c", "scx/host.h", "scx/prelude.h"] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
@@ -44,15 +55,15 @@ fn main() {
         fs::write(libbpf_h.join("bpf").join(name), text).unwrap();
     }
 
-    let program = fs::read_to_string(PROGRAM).expect("reading crates/sched/src/bpf/main.bpf.c");
     fs::write(out.join("wc_scx_tables.h"), tables(&program)).unwrap();
+    let program_dir = here.join("../sched/src/bpf");
+    fs::write(out.join("wc_scx_source.rs"), source(&program_dir, &files)).unwrap();
     let intf = fs::read_to_string("../sched/src/bpf/intf.h").expect("reading crates/sched/src/bpf/intf.h");
     fs::write(out.join("wc_stat_names.rs"), enum_names(&intf, "wc_stat", "WC_ST_")).unwrap();
     let enums = fs::read_to_string(scx_h.join("scx/enums.autogen.bpf.h")).unwrap();
     fs::write(out.join("wc_scx_enum_undefs.h"), enum_undefs(&enums)).unwrap();
 
     let clang = env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
-    let here = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let mut args: Vec<String> = ["-O2", "-g0", "-fPIC", "-shared", "-fms-extensions", "-D__SCX_TARGET_ARCH_x86"]
         .iter()
         // vmlinux.h's BPF-only attributes (preserve_access_index) are
@@ -68,7 +79,6 @@ fn main() {
     }
     // Last, so that a test's variant of the program (scx::build_variant)
     // is found first.
-    let program_dir = here.join("../sched/src/bpf");
     fs::write(out.join("wc_scx_build.txt"), format!("{clang}\n{}\n{}\n{}\n", here.join("scx/host.c").display(), program_dir.display(), args.join("\n"))).unwrap();
     args.push(format!("-I{}", program_dir.display()));
     let so = out.join("warmcore_scx.so");
@@ -80,9 +90,21 @@ fn main() {
         .status()
         .unwrap_or_else(|e| panic!("running {clang} to build the sched_ext program for the simulator: {e}"));
     if !status.success() {
-        panic!("{clang} could not build crates/sched/src/bpf/main.bpf.c for the simulator (errors above)");
+        panic!("{clang} could not build crates/sched/src/bpf/main.bpf.c (and its parts) for the simulator (errors above)");
     }
     println!("cargo:rustc-env=WARMCORE_SCX_SO={}", so.display());
+}
+
+/// The program's files as a Rust array of (name under `dir`, text), main.bpf.c
+/// first: the source the built-in program was built from.
+fn source(dir: &std::path::Path, files: &[PathBuf]) -> String {
+    let mut s = String::from("[\n");
+    for f in files {
+        let name = f.strip_prefix(dir).unwrap_or_else(|_| panic!("{} is not under {}", f.display(), dir.display()));
+        writeln!(s, "    ({:?}, include_str!({:?})),", name.to_str().unwrap(), f.to_str().unwrap()).unwrap();
+    }
+    s.push(']');
+    s
 }
 
 /// The enumerators of `enum NAME` in intf.h, without `prefix`, in lower
@@ -129,7 +151,7 @@ fn enum_undefs(text: &str) -> String {
 
 /// The maps and knobs of the program, as C tables for host.c.
 fn tables(text: &str) -> String {
-    let mut s = String::from("/* Generated by crates/sim/build.rs from main.bpf.c. */\n");
+    let mut s = String::from("/* Generated by crates/sim/build.rs from main.bpf.c and its parts. */\n");
     s.push_str("static struct wc_map wc_maps[] = {\n");
     for (name, body) in maps(text) {
         let has = |m: &str| body.contains(&format!("({m},"));

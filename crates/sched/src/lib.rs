@@ -16,7 +16,7 @@ mod bpf_skel {
 pub mod pmqos;
 pub mod stats;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bpf_skel::*;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags, MapHandle};
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read};
 
@@ -459,6 +459,28 @@ struct Session<'a> {
     res_ch: &'a crossbeam::channel::Sender<stats::Metrics>,
 }
 
+/// The instructions the kernel's verifier processed for each loaded program
+/// (what veristat counts): the statistics carry them and the VM tests bound
+/// them, so that a change that grows the program shows before it nears the
+/// kernel's limit.
+fn verified_insns(skel: &BpfSkel) -> BTreeMap<String, u64> {
+    skel.object()
+        .progs()
+        .filter_map(|p| {
+            // SAFETY: the program is the loaded object's, alive here.
+            let fd = unsafe { libbpf_rs::libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                return None; // not loaded (update_idle outside nest)
+            }
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: info is a bpf_prog_info of len bytes, fd a program's.
+            let r = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+            (r == 0).then(|| (p.name().to_string_lossy().into_owned(), u64::from(info.verified_insns)))
+        })
+        .collect()
+}
+
 fn run_once(se: &Session) -> Result<Ended> {
     let opts = se.opts;
     // The kernel refuses to enable a scheduler opened before the last CPU
@@ -523,6 +545,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         skel.progs.wc_update_idle.set_autoload(false);
     }
     let mut skel = scx_ops_load!(skel, warmcore_ops, uei).context("loading the BPF scheduler")?;
+    let verified = verified_insns(&skel);
     let mut _pinned = None;
     if let Some(w) = &warmers {
         for (tid, cpu) in &w.tids {
@@ -551,6 +574,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         let mut m = stats::read(skel, opts, se.start.elapsed())?;
         m.add(se.before);
         m.warm_cpus = qos.as_ref().map_or(0, |q| q.held() as u64);
+        m.verified_insns = verified.clone();
         Ok(m)
     };
     // PM QoS follows the primary nest closely: a core that joins it should

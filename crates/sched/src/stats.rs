@@ -96,6 +96,9 @@ pub struct Metrics {
     #[stat(desc = "Per-operation profile (with --profile)")]
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profile: BTreeMap<String, OpProfile>,
+    #[stat(desc = "Instructions the kernel's verifier processed, by program, when this attachment was loaded (bpf_prog_info.verified_insns)")]
+    #[serde(default)]
+    pub verified_insns: BTreeMap<String, u64>,
 }
 
 impl Metrics {
@@ -190,5 +193,6 @@ pub(crate) fn read(skel: &BpfSkel<'_>, opts: &SchedOpts, elapsed: Duration) -> R
         nest_primary_max: bss.max_primary,
         warm_cpus: 0,
         profile,
+        verified_insns: BTreeMap::new(),
     })
 }

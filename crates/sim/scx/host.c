@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The sched_ext program of crates/sched (main.bpf.c, the very file the kernel
- * loads) built as a host shared object that the simulator loads, one fresh
- * copy per run (crates/sim/src/scx/program.rs), so that every run has its
- * own globals, maps and masks.
+ * The sched_ext program of crates/sched (main.bpf.c and the parts it
+ * includes, the very files the kernel loads) built as a host shared object
+ * that the simulator loads, one fresh copy per run
+ * (crates/sim/src/scx/program.rs), so that every run has its own globals,
+ * maps and masks.
  *
  * This file is one translation unit: the prelude (the scx headers with their
  * BPF-only constructs given a host meaning), the program, the tables that
@@ -18,8 +19,9 @@
 #include "prelude.h"
 
 /* The program's `const volatile` knobs are set before it runs, as the
- * loader sets them before load: plain globals here. Only main.bpf.c's own
- * text is affected; the headers it includes were included by the prelude. */
+ * loader sets them before load: plain globals here. Only the program's own
+ * text (main.bpf.c, its parts, intf.h) is affected; the scx headers it
+ * includes were included by the prelude. */
 #define const
 #include "main.bpf.c"
 #undef const

@@ -8,6 +8,7 @@ use warmcore_sim::policy::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::workloads;
 use warmcore_sim::run::{run, RunConfig};
+use warmcore_sim::scx::Source;
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
@@ -405,10 +406,8 @@ fn bad_scx_names_and_parameters_name_the_valid_ones() {
     assert!(err("nope").contains("scx:nest"));
 }
 
-const PROGRAM: &str = include_str!("../../sched/src/bpf/main.bpf.c");
-
-/// A run of `policy` with a variant of main.bpf.c.
-fn simulate_variant(m: &Machine, policy: &str, source: &str, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
+/// A run of `policy` with a variant of the program's source.
+fn simulate_variant(m: &Machine, policy: &str, source: &Source, w: Workload) -> (Outcome, Vec<(u32, Event)>) {
     let so = warmcore_sim::scx::build_variant(source).unwrap();
     let spec = policy.strip_prefix("scx:").unwrap();
     let (name, params) = warmcore_sim::parse_spec(spec);
@@ -423,26 +422,45 @@ fn simulate_variant(m: &Machine, policy: &str, source: &str, w: Workload) -> (Ou
 #[test]
 fn the_simulator_runs_the_kernels_program_source() {
     let m = common::quiet("default");
+    let program = Source::builtin();
     // The source as it is, built again: the same run as the built-in copy.
-    let (_, same) = simulate_variant(&m, "scx:slocal", PROGRAM, fork_then(true));
+    let (_, same) = simulate_variant(&m, "scx:slocal", &program, fork_then(true));
     let (_, builtin) = simulate(&m, Governor::Powersave, "scx:slocal", fork_then(true));
     assert!(same == builtin);
-    // S_local's one line changed in main.bpf.c: the child no longer starts
+    // S_local's one line changed in the program: the child no longer starts
     // on its parent's CPU.
     let waker = "\t\t\tcpu = waker;\n";
-    assert_eq!(PROGRAM.matches(waker).count(), 1, "main.bpf.c changed: update this test");
-    let changed = PROGRAM.replace(waker, "\t\t\tcpu = prev_cpu == waker ? (waker + 2) % nr_cpus : prev_cpu;\n");
+    assert_eq!(program.matches(waker), 1, "the program changed: update this test");
+    let changed = program.replace(waker, "\t\t\tcpu = prev_cpu == waker ? (waker + 2) % nr_cpus : prev_cpu;\n");
     let (_, evs) = simulate_variant(&m, "scx:slocal", &changed, fork_then(true));
     assert_ne!(ran_on(&evs, 2), vec![0], "the change shows in the simulated run");
 }
 
 #[test]
+fn a_variant_of_any_part_of_the_program_is_the_one_run() {
+    // main.bpf.c includes its parts from beside it: an edit to a part, with
+    // main.bpf.c as it is, must reach the build.
+    let m = common::quiet("default");
+    let program = Source::builtin();
+    assert!(program.names().count() > 2, "{:?}", program.names().collect::<Vec<_>>());
+    let hook = "static s32 select_nest(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)\n{\n";
+    assert_eq!(program.matches(hook), 1, "the program changed: update this test");
+    assert!(program.file("nest.bpf.c").is_some_and(|t| t.contains(hook)), "select_nest moved: update this test");
+    let failing = program.replace(hook, &format!("{hook}\tscx_bpf_error(\"edited %s\", \"nest.bpf.c\");\n"));
+    let (out, _) = simulate_variant(&m, "scx:nest", &failing, fork_then(false));
+    assert!(out.ejected);
+    let why = out.partial.unwrap();
+    assert!(why.ends_with("edited nest.bpf.c"), "{why}");
+}
+
+#[test]
 fn an_ejection_ends_the_run_with_its_reason_and_time() {
     let m = common::quiet("default");
+    let program = Source::builtin();
     // scx_bpf_error from ops.init_task of the second task.
     let hook = "\ttctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);\n";
-    assert_eq!(PROGRAM.matches(hook).count(), 1, "main.bpf.c changed: update this test");
-    let failing = PROGRAM.replace(hook, &format!("\tif (pid == 2)\n\t\tscx_bpf_error(\"no room for %d (%s)\", pid, \"test\");\n{hook}"));
+    assert_eq!(program.matches(hook), 1, "the program changed: update this test");
+    let failing = program.replace(hook, &format!("\tif (pid == 2)\n\t\tscx_bpf_error(\"no room for %d (%s)\", pid, \"test\");\n{hook}"));
     let (out, evs) = simulate_variant(&m, "scx:default", &failing, fork_then(false));
     assert!(out.ejected);
     let why = out.partial.unwrap();
@@ -452,8 +470,8 @@ fn an_ejection_ends_the_run_with_its_reason_and_time() {
     // A dispatch that never moves a task: a queued task waits for ever and
     // the watchdog ejects the scheduler after timeout_ms (5 s).
     let dispatch = "void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)\n{\n";
-    assert_eq!(PROGRAM.matches(dispatch).count(), 1, "main.bpf.c changed: update this test");
-    let stuck = PROGRAM.replace(dispatch, &format!("{dispatch}\tif (cpu >= 0)\n\t\treturn;\n"));
+    assert_eq!(program.matches(dispatch), 1, "the program changed: update this test");
+    let stuck = program.replace(dispatch, &format!("{dispatch}\tif (cpu >= 0)\n\t\treturn;\n"));
     let (out, _) = simulate_variant(&m, "scx:slocal", &stuck, fork_then(false));
     assert!(out.ejected);
     let why = out.partial.unwrap();
@@ -642,7 +660,7 @@ fn hogs_and_a_nice_one(m: &Machine, per_cpu: u32) -> Workload {
 
 /// The longest time the nice task of `hogs_and_a_nice_one` waited between
 /// two of its runs, in ms, and whether the run was ejected.
-fn nice_task_longest_wait(m: &Machine, source: &str) -> (u64, bool) {
+fn nice_task_longest_wait(m: &Machine, source: &Source) -> (u64, bool) {
     let (out, evs) = simulate_variant(m, "scx:slocal", source, hogs_and_a_nice_one(m, 12));
     // The main task is the first new task, the nice one its first child.
     let nice_pid = of(&evs, ids::WAKEUP_NEW)[1].1.pid;
@@ -657,13 +675,14 @@ fn a_nice_task_queued_behind_many_waits_a_bounded_time() {
     // 1: a tick of its run costs 100 ticks of virtual time). The program
     // bounds how far ahead of the clock a task queues.
     let m = common::quiet("core2duo-e8400");
-    let (wait, ejected) = nice_task_longest_wait(&m, PROGRAM);
+    let program = Source::builtin();
+    let (wait, ejected) = nice_task_longest_wait(&m, &program);
     assert!(!ejected && wait < 500, "the nice task waited up to {wait} ms");
     // Without the bound it waits behind each task of its CPU for 100 times
     // what it ran (in the VM, up to the watchdog's 5 s, which ejected the
     // scheduler).
     let bound = "\tif (time_after(vtime, vtime_now + WC_LEAD_SLICES * slice_max_ns))\n\t\tvtime = vtime_now + WC_LEAD_SLICES * slice_max_ns;\n";
-    assert_eq!(PROGRAM.matches(bound).count(), 1, "main.bpf.c changed: update this test");
-    let (unbounded, _) = nice_task_longest_wait(&m, &PROGRAM.replace(bound, ""));
+    assert_eq!(program.matches(bound), 1, "the program changed: update this test");
+    let (unbounded, _) = nice_task_longest_wait(&m, &program.replace(bound, ""));
     assert!(unbounded > 3 * wait, "without the bound: {unbounded} ms, with it {wait} ms");
 }

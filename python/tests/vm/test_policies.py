@@ -58,6 +58,26 @@ def test_stats_show_select_cpu_decisions(main_vm, p):
     assert f is not None and f["counts"]["select_cpu"] > 0, f"{p}: {f}"
 
 
+# The instructions the kernel's verifier processed for each policy's
+# programs (bpf_prog_info.verified_insns, in the statistics; what veristat
+# counts), summed, as recorded on this VM's kernel (7.3.4, 4 CPUs,
+# --freq-steer on): a change that grows a policy's total by more than a
+# tenth fails here, so that the growth is seen and the record updated on
+# purpose. The kernel refuses a program past 1,000,000; nest's select_cpu
+# takes 139,780 of its 146,310.
+VERIFIED = {"default": 5512, "slocal": 5518, "smove": 7178, "nest": 146310,
+            "haiku-low-latency": 27804, "haiku-power-saving": 35211}
+
+
+def test_verifier_budget(main_vm, p):
+    f = main_vm.js("FINAL", p)
+    vi = (f or {}).get("verified_insns") or {}
+    total = sum(vi.values())
+    report(f"{p}: the verifier processed {total} instructions ({', '.join(f'{k} {v}' for k, v in sorted(vi.items()))})")
+    assert 0 < total <= VERIFIED[p] * 1.1 and max(vi.values()) < 1_000_000, \
+        f"{p}: verified instructions {total}, at most the {VERIFIED[p]} recorded plus a tenth"
+
+
 def test_never_ejected(main_vm, p):
     errs = [l for l in main_vm.all("ERR", p) if "eject" in l or "EXIT" in l]
     assert not errs, f"{p}: {errs}"

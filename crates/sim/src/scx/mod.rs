@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `scx:NAME`: the sched_ext program of crates/sched (src/bpf/main.bpf.c, the
-//! file the kernel loads) as a simulator policy. program.rs loads a private
-//! copy of its host build; the other files are the kernel side it runs on,
-//! over the simulator's engine: dsq.rs the dispatch queues, kernel.rs what
-//! the sched_ext core keeps per task and CPU with its built-in idle tracking,
-//! kfuncs.rs the program's calls into the kernel, adapter.rs the simulator's
-//! hooks as the program's operations with the watchdog. This file holds
-//! the machine as the program's settings see it (`topology`).
+//! `scx:NAME`: the sched_ext program of crates/sched (src/bpf/main.bpf.c and
+//! its parts, the program the kernel loads) as a simulator policy. program.rs
+//! loads a private copy of its host build; the other files are the kernel
+//! side it runs on, over the simulator's engine: dsq.rs the dispatch queues,
+//! kernel.rs what the sched_ext core keeps per task and CPU with its built-in
+//! idle tracking, kfuncs.rs the program's calls into the kernel, adapter.rs
+//! the simulator's hooks as the program's operations with the watchdog. This
+//! file holds the machine as the program's settings see it (`topology`).
 //!
 //! Each behaviour follows the kernel's sched_ext core (kernel/sched/ext.c and
 //! ext_idle.c, Linux 6.12 to 7.x; Documentation/scheduler/sched-ext.rst);
@@ -42,7 +42,7 @@ mod kfuncs;
 mod program;
 
 pub use adapter::ScxPolicy;
-pub use program::build_variant;
+pub use program::{build_variant, Source};
 
 use dsq::*;
 use kernel::*;

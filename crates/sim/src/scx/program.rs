@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
-/// The host build of crates/sched/src/bpf/main.bpf.c.
+/// The host build of crates/sched/src/bpf/main.bpf.c and its parts.
 static SHARED_OBJECT: &[u8] = include_bytes!(env!("WARMCORE_SCX_SO"));
 
 /// An opaque `struct task_struct` of the program's copy.
@@ -260,10 +260,54 @@ impl Program {
     }
 }
 
-/// Build `source`, a variant of main.bpf.c, for the host exactly as build.rs
-/// builds main.bpf.c (same compiler, flags and headers): so that a test can
+/// The program's source: main.bpf.c and the parts it includes, each a file
+/// beside it, as (name, text). `builtin()` is the source the built-in
+/// program was built from; a test edits it and builds the variant with
+/// `build_variant`.
+#[derive(Clone, Debug)]
+pub struct Source {
+    files: Vec<(String, String)>,
+}
+
+impl Source {
+    pub fn builtin() -> Source {
+        const FILES: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/wc_scx_source.rs"));
+        Source { files: FILES.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect() }
+    }
+
+    /// The files' names, main.bpf.c first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The text of the file `name` (main.bpf.c, nest.bpf.c, ...).
+    pub fn file(&self, name: &str) -> Option<&str> {
+        self.files.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str())
+    }
+
+    /// How many times `pat` occurs in the program, over all its files.
+    pub fn matches(&self, pat: &str) -> usize {
+        self.files.iter().map(|(_, t)| t.matches(pat).count()).sum()
+    }
+
+    /// The program with `from`, which must occur exactly once in it (in
+    /// whichever file), replaced by `to`: a test names the line it changes,
+    /// not the file that holds it.
+    pub fn replace(&self, from: &str, to: &str) -> Source {
+        let n = self.matches(from);
+        assert!(n == 1, "the program holds {from:?} {n} times, not once");
+        let files = self.files.iter().map(|(name, t)| (name.clone(), t.replace(from, to))).collect();
+        Source { files }
+    }
+}
+
+/// Build `source`, a variant of the program, for the host exactly as
+/// build.rs builds it (same compiler, flags and headers): so that a test can
 /// show that the simulator runs the program's source, and nothing else.
-pub fn build_variant(source: &str) -> Result<Vec<u8>, String> {
+/// Every file of the variant is written beside its main.bpf.c: the compiler
+/// looks for a quoted include beside the including file first, so each part
+/// the variant includes is the variant's.
+pub fn build_variant(source: &Source) -> Result<Vec<u8>, String> {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let build = include_str!(concat!(env!("OUT_DIR"), "/wc_scx_build.txt"));
     let mut lines = build.lines();
@@ -273,8 +317,11 @@ pub fn build_variant(source: &str) -> Result<Vec<u8>, String> {
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::write(dir.join("main.bpf.c"), source).map_err(|e| e.to_string())?;
+    for (name, text) in &source.files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     let so = dir.join("variant.so");
     let out = std::process::Command::new(clang)
         .args(lines)
