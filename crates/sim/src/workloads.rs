@@ -565,7 +565,9 @@ fn h2(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
 /// KiB moved (docs/model.md, Workloads); 2000 operations per copy (100
 /// scripts per copy).
 fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
-    let test = p.int("test", 2, 0, 7)?;
+    let test = p.int("test", 2, 0, 7).map_err(|e| {
+        SimError::Input(format!("{e}: 0 execl, 1 pipe, 2 context, 3 shell1, 4 shell8, 5 copy1024, 6 copy256, 7 copy4096"))
+    })?;
     let ops = p.int("operations", 2000, 1, MAX_REPEAT)?;
     let exec = p.num("exec_us", 150.0)?;
     let pipe_op = p.num("pipe_us", 2.0)?;
@@ -630,11 +632,7 @@ fn unixbench(w: &mut Workload, p: &mut Params) -> Result<(), SimError> {
             let pass = w.add("fstime", vec![Step::Repeat(block, per_pass), work(2.0 * file_call, 0.1)]);
             w.add("fstime", vec![Step::Repeat(pass, ops / per_pass), Step::Repeat(block, ops % per_pass), Step::Exit])
         }
-        _ => {
-            return Err(SimError::Input(format!(
-                "unixbench: test must be 0 to 7 (execl, pipe, context, shell1, shell8, copy1024, copy256, copy4096), not {test}"
-            )))
-        }
+        _ => unreachable!("unixbench: test is range-checked above"),
     };
     let main = if copies == 1 {
         main
