@@ -1,0 +1,1 @@
+// Not built: see Cargo.toml.
