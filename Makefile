@@ -62,6 +62,9 @@ demo: build
 	$(BIN) compare --machine default --workload configure --policies cfs,nest,scx:default,scx:nest --governor powersave --runs 3
 	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
+	@echo "== The field table: every scheduler warmcore hosts on five workloads, one seed, one machine, ranked (field.md, field.png)"
+	$(BIN) field --out $(DEMO_OUT)/field --set machines=xeon-gold-5218-2s --set seeds=1
+	@sed -n '/^## Who wins where/,$$p' $(DEMO_OUT)/field/field.md
 	@echo "== The papers' claims re-run in the simulator (report, claims.json, figures)"
 	$(BIN) reproduce --quick --out $(DEMO_OUT)/reproduce
 	@echo "== A parameter study: S_move's delay from 10 to 200 us against the fair class (one seed), and its plot"

@@ -57,6 +57,12 @@ pair xeon-e7-8870v4 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=5000
 pair xeon-gold-5218-2s configure:checks=2000 nest scx:nest
 pair xeon-e7-8870v4 kbuild:jobs=320,files=3000 nest scx:nest
 
+echo "== the field table: every scheduler warmcore hosts, five workloads, two machines, three seeds (warmcore field)"
+field_out=out/bench/field
+mkdir -p "$field_out"
+"$BIN" field --out "$field_out"
+sed -n '/^## Who wins where/,$p' "$field_out/field.md"
+
 if [ "$(id -u)" = 0 ] && command -v perf >/dev/null; then
     echo "== tracer overhead: untraced vs warmcore record vs perf sched record"
     scripts/bench-record.sh

@@ -110,6 +110,13 @@ def draw(df: pl.DataFrame, axes: list[str], x: str, y: str, by: str | None, heat
                 ax.tick_params(axis="x", rotation=30)
         ax.set_xlabel(x)
         ax.set_title(title, fontsize="small")
+    return save_panels(fig, axs, n, out)
+
+
+def save_panels(fig, axs, n: int, out: pathlib.Path) -> int:
+    """Blank the grid's unused panels and write the picture as PNG under
+    the output rules; the number of panels drawn."""
+    rows, cols = len(axs), len(axs[0])
     for k in range(n, rows * cols):
         axs[k // cols][k % cols].axis("off")
     fig.tight_layout()

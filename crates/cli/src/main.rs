@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod field;
 mod record;
 mod reproduce;
 mod sched;
@@ -39,6 +40,8 @@ enum Cmd {
     Compare(sim::CompareArgs),
     /// Run a parameter study of the simulator: every combination of a spec's axes, resumable, locally or on Ray.
     Sweep(sweep::SweepArgs),
+    /// Every scheduler warmcore hosts on the field's workloads and machines, ranked per workload.
+    Field(field::FieldArgs),
     /// Re-run the papers' experiments in the simulator: report, claims, figures.
     Reproduce(reproduce::ReproduceArgs),
     /// Open a trace in the interactive viewer (a local web page).
@@ -153,6 +156,7 @@ fn main() {
         Cmd::Sim(a) => sim::sim(a),
         Cmd::Compare(a) => sim::compare(a),
         Cmd::Sweep(a) => sweep::run(a),
+        Cmd::Field(a) => field::run(a),
         Cmd::Reproduce(a) => reproduce::run(a),
         Cmd::View(a) => view::view(a),
         Cmd::Plot(a) => view::plot(a),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore sweep`: a parameter study of the simulator (warmcore-sweep).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -79,17 +79,27 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 pub fn run(a: SweepArgs) -> Result<()> {
     let plan = Plan::load_with(&a.spec, &a.set).map_err(anyhow::Error::msg)?;
     let engine = engine(a.ray.as_deref(), a.jobs, a.ray_wheel.clone())?;
+    run_plan(&plan, &a.out, &engine, a.retry_failed, a.force, true)
+}
+
+/// Runs what `out` lacks of `plan`, then prints the means by policy (when
+/// `means`: a study of one workload) and where the results are (shared
+/// with `warmcore field`, which ranks per workload instead).
+pub fn run_plan(plan: &Plan, out: &Path, engine: &Engine, retry_failed: bool, force: bool, means: bool) -> Result<()> {
     let stop = interrupt_flag();
-    let s = sweep(&plan, &a.out, &engine, a.retry_failed, a.force, &stop).map_err(anyhow::Error::msg)?;
-    let results = a.out.join("results.parquet");
+    let s = sweep(plan, out, engine, retry_failed, force, &stop).map_err(anyhow::Error::msg)?;
+    let results = out.join("results.parquet");
     // The means by policy: the first metrics, as many as fit a line.
     let shown: Vec<&String> = plan.metrics.iter().take(4).collect();
-    print!("{:<48} {:>5}", "policy", "runs");
-    for m in &shown {
-        print!(" {:>16}", truncate(m, 16));
+    let table = if means { &s.table[..] } else { &[] };
+    if !table.is_empty() {
+        print!("{:<48} {:>5}", "policy", "runs");
+        for m in &shown {
+            print!(" {:>16}", truncate(m, 16));
+        }
+        println!();
     }
-    println!();
-    for (p, n, means) in &s.table {
+    for (p, n, means) in table {
         print!("{:<48} {:>5}", truncate(p, 48), n);
         for v in means.iter().take(shown.len()) {
             match v {

@@ -102,7 +102,7 @@ struct SweepPlotArgs {
     output: Option<PathBuf>,
 }
 
-fn run_python(module: &str, args: Vec<String>) -> Result<()> {
+pub(crate) fn run_python(module: &str, args: Vec<String>) -> Result<()> {
     let py = python()?;
     let mut cmd = Command::new(&py);
     cmd.arg("-m").arg(module).args(&args);
@@ -123,7 +123,7 @@ fn run_python(module: &str, args: Vec<String>) -> Result<()> {
     }
 }
 
-fn path_arg(p: &Path) -> String {
+pub(crate) fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 

@@ -104,6 +104,7 @@ fn json_output_is_the_analysis_with_exactly_the_issue_keys() {
         keys,
         [
             "cpus",
+            "cpus_used",
             "duration_ns",
             "events",
             "freq_residency",
@@ -179,7 +180,7 @@ fn an_incomplete_trace_is_analysed_up_to_its_last_chunk_with_a_warning() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("incomplete"), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v.as_object().unwrap().len(), 11);
+    assert_eq!(v.as_object().unwrap().len(), 12);
     let n = v["events"].as_u64().unwrap();
     assert!(n > 0 && n < 5_000, "{n} events");
 }

@@ -28,6 +28,7 @@ fn report(c: &Cell, seed: u64, metric: f64, bands: &[(u32, u32, f64)]) -> RunRep
             .map(|(lo, hi, f)| json!({"lo_mhz": lo, "hi_mhz": hi, "fraction": f}))
             .collect::<Vec<_>>())),
         migrations: 0,
+        cpus_used: 0,
         wakeup_latency_ns: None,
         inversions: Some(json!({"count": 3, "ns": 1000})),
         work_conservation_violation_ns: 0,

@@ -70,6 +70,9 @@ pub struct RunReport {
     pub overload_per_s: Option<f64>,
     pub freq_residency: Option<serde_json::Value>,
     pub migrations: u64,
+    /// CPUs that ran a task (the trace analysis's `cpus_used`).
+    #[serde(default)]
+    pub cpus_used: u32,
     pub wakeup_latency_ns: Option<serde_json::Value>,
     pub inversions: Option<serde_json::Value>,
     pub work_conservation_violation_ns: u64,
@@ -270,6 +273,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         overload_per_s: Some(stats.overload_per_s),
         freq_residency: stats.freq_residency.as_ref().map(|b| serde_json::to_value(b).unwrap_or_default()),
         migrations: stats.migrations,
+        cpus_used: stats.cpus_used,
         wakeup_latency_ns: stats.wakeup_latency_ns.map(|p| serde_json::to_value(p).unwrap_or_default()),
         inversions: stats.inversions.map(|i| serde_json::to_value(i).unwrap_or_default()),
         work_conservation_violation_ns: stats.work_conservation_violation_ns,

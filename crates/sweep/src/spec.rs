@@ -40,6 +40,7 @@ pub const REPORT_FIELDS: &[&str] = &[
     "overload_per_s",
     "freq_residency",
     "migrations",
+    "cpus_used",
     "wakeup_latency_ns",
     "inversions",
     "work_conservation_violation_ns",

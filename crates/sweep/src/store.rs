@@ -219,6 +219,11 @@ pub fn table(plan: &Plan, keys: &[String], done: &HashMap<String, Record>) -> Re
         let col = rows.iter().map(|(_, _, rec)| rec.report.as_ref().and_then(|rep| metric(rep, m))).collect::<Float64Array>();
         push(m, DataType::Float64, true, Arc::new(col));
     }
+    // The workload's own measure, named, with its direction: a reader ranks
+    // by `metric.value` without knowing each workload.
+    let report_text = |key: &'static str| text(&move |_, rec| rec.report.as_ref().and_then(|x| x["metric"][key].as_str().map(String::from)));
+    push("metric_name", DataType::Utf8, true, report_text("name"));
+    push("metric_better", DataType::Utf8, true, report_text("better"));
     push("partial", DataType::Utf8, true, text(&|_, rec| rec.report.as_ref().and_then(|x| x["partial"].as_str().map(String::from))));
     push(
         "ejected",

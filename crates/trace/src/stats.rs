@@ -158,6 +158,10 @@ pub struct Stats {
     pub overload_per_s: f64,
     /// MIGRATE events.
     pub migrations: u64,
+    /// CPUs that ran a task at some point (Nest, section 5.2, counts the
+    /// cores a policy uses): a policy that keeps work on few warm cores
+    /// touches fewer of them than one that spreads it.
+    pub cpus_used: u32,
     /// Time from a WAKEUP or WAKEUP_NEW that makes a sleeping task runnable
     /// to the CTX_SWITCH that runs it, anywhere. Percentiles from an HDR
     /// histogram of 3 significant digits (relative error at most 0.1 %,
@@ -939,6 +943,7 @@ impl Analyzer {
             underload_per_s: per_s(self.underload),
             overload_per_s: per_s(self.overload),
             migrations: self.migrations,
+            cpus_used: self.cpus.iter().filter(|c| c.busy_ns > 0).count() as u32,
             wakeup_latency_ns,
             work_conservation_violation_ns: self.wc_ns,
             inversions: self.freq_seen.then_some(Inversions { count: self.inv_count, ns: self.inv_ns }),

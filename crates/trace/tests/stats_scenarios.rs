@@ -59,11 +59,26 @@ fn busy_time_counts_from_the_first_event_for_a_cpu_found_running() {
     let s = run(&header(2, None), &evs);
     assert_eq!(s.detail.busy_ns, vec![4000, 2000]);
     assert_eq!((s.events, s.cpus, s.duration_ns), (4, 2, 8000));
+    assert_eq!(s.cpus_used, 2);
     // No frequency, no wakeup: null, not zero.
     assert_eq!(s.freq_residency, None);
     assert_eq!(s.inversions, None);
     assert_eq!(s.wakeup_latency_ns, None);
     assert_eq!(s.migrations, 0);
+}
+
+#[test]
+fn cpus_used_counts_the_cpus_that_ran_a_task() {
+    // Four CPUs: 0 and 2 run tasks, 1 only ticks, 3 says nothing.
+    let evs = [
+        switch(0, 0, 0, 1, RUNNABLE),
+        switch(2, 100, 0, 2, RUNNABLE),
+        e(1, 200, 0, ids::TICK, 0, 0),
+        switch(2, 300, 2, 0, BLOCKED),
+        switch(0, 400, 1, 0, DEAD),
+    ];
+    let s = run(&header(4, None), &evs);
+    assert_eq!((s.cpus, s.cpus_used), (4, 2));
 }
 
 #[test]
@@ -337,6 +352,7 @@ fn json_has_exactly_the_issue_keys() {
         "underload_per_s",
         "overload_per_s",
         "migrations",
+        "cpus_used",
         "wakeup_latency_ns",
         "work_conservation_violation_ns",
         "inversions",
@@ -359,7 +375,7 @@ fn json_has_exactly_the_issue_keys() {
     // Without frequency data or wakeups: the same keys, those fields null.
     let s = run(&header(1, None), &[switch(0, 0, 0, 5, RUNNABLE), switch(0, 10, 5, 0, BLOCKED)]);
     let v = serde_json::to_value(&s).unwrap();
-    assert_eq!(v.as_object().unwrap().len(), 11);
+    assert_eq!(v.as_object().unwrap().len(), 12);
     for k in ["wakeup_latency_ns", "inversions", "freq_residency"] {
         assert!(v[k].is_null(), "{k} should be null: {v}");
     }

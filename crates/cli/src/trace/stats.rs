@@ -86,6 +86,7 @@ fn report(t: &Trace, s: &Stats) -> String {
     );
     let _ = writeln!(o, "overload:       {:.2} per s ({} task-intervals)", s.overload_per_s, d.overload);
     let _ = writeln!(o, "migrations:     {}", s.migrations);
+    let _ = writeln!(o, "CPUs used:      {} of {}", s.cpus_used, s.cpus);
     match &s.wakeup_latency_ns {
         None => {
             let _ = writeln!(o, "wakeup latency: no woken task ran");

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore field`: every scheduler warmcore hosts on the field's
+//! workloads and machines, run as a sweep and ranked per workload.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use warmcore_sweep::{Engine, Plan};
+
+/// The study, built in so that the command works from any directory; its
+/// file in the tree is the one definition (`--spec` takes another).
+const FIELD_SPEC: &str = include_str!("../../../workloads/sweeps/field.toml");
+
+#[derive(Args)]
+pub struct FieldArgs {
+    /// Output directory: the sweep's results.parquet and runs.jsonl, then
+    /// field.md (the ranked tables and who wins where) and field.png.
+    /// Started again on the same directory, only missing runs run.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Another study than the built-in one (workloads/sweeps/field.toml),
+    /// in the format of `warmcore sweep`.
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    /// Replace a list of the study for this run: machines, governors or
+    /// seeds (--set machines=xeon-gold-5218-2s --set seeds=1).
+    #[arg(long = "set", value_name = "KEY=VALUES")]
+    pub set: Vec<String>,
+    /// Runs at a time (0: one per CPU).
+    #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 4096))]
+    pub jobs: usize,
+    /// Run again the runs that failed before.
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Start over on a directory that holds the results of another study.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(a: FieldArgs) -> Result<()> {
+    let plan = match &a.spec {
+        Some(f) => Plan::load_with(f, &a.set),
+        None => Plan::parse("workloads/sweeps/field.toml (built in)", FIELD_SPEC, &a.set),
+    }
+    .map_err(anyhow::Error::msg)?;
+    crate::sweep::run_plan(&plan, &a.out, &Engine::Local { jobs: a.jobs }, a.retry_failed, a.force, false)?;
+    crate::view::run_python("warmcore.field", vec![crate::view::path_arg(&a.out)])
+}

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""`warmcore field` end to end on a small study: the sweep's rows, the ranked
+tables of field.md against those rows, the figure, and bad input."""
+
+import re
+import subprocess
+
+import polars as pl
+from conftest import BIN
+
+SPEC = """
+machines = "default"
+governors = "schedutil"
+seeds = [1, 2]
+metrics = ["metric.value", "energy_j", "inversions.count", "underload_per_s", "wakeup_latency_ns.p99", "cpus_used", "migrations"]
+
+[[workloads]]
+name = "configure"
+
+[[workloads]]
+name = "hackbench"
+groups = 2
+loops = 20
+
+[[policies]]
+name = "cfs"
+
+[[policies]]
+name = "nest"
+
+[[policies]]
+name = "scx:default"
+"""
+
+
+def field(*args):
+    return subprocess.run([str(BIN), "field", *map(str, args)], capture_output=True, text=True)
+
+
+def tables(md: str) -> dict[str, list[list[str]]]:
+    """The rows of each `## WORKLOAD on MACHINE` table of field.md."""
+    out, name = {}, None
+    for line in md.splitlines():
+        if line.startswith("## ") and " on " in line:
+            name = line[3:]
+            out[name] = []
+        elif name and line.startswith("| ") and not line.startswith("| rank"):
+            out[name].append([c.strip() for c in line.strip("|").split("|")])
+    return out
+
+
+def test_field_ranks_each_workload_by_its_measure(tmp_path, needs_binary):
+    spec = tmp_path / "field.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "out"
+    r = field("--spec", spec, "--out", out, "--jobs", 2)
+    assert r.returncode == 0, r.stderr
+    df = pl.read_parquet(out / "results.parquet")
+    assert df.height == 2 * 3 * 2
+    assert set(df["metric_better"].to_list()) == {"lower"}
+    assert df["cpus_used"].min() >= 1
+    md = (out / "field.md").read_text()
+    t = tables(md)
+    assert set(t) == {"configure on default", "hackbench:groups=2,loops=20 on default"}
+    for name, rows in t.items():
+        workload = name.split(" on ")[0]
+        medians = (
+            df.filter(pl.col("workload") == workload)
+            .group_by("policy")
+            .agg(pl.col("metric.value").median())
+            .sort("metric.value")
+        )
+        # The ranking is the order of the medians over the seeds, best (lowest) first.
+        assert [r[1] for r in rows] == medians["policy"].to_list(), name
+        assert [r[0] for r in rows] == ["1", "2", "3"]
+        assert rows[0][3] == "best" and all(re.fullmatch(r"-\d+\.\d %", r[3]) for r in rows[1:])
+        assert all(r[-3:] == ["2", "0", "0"] for r in rows), "two runs each, none failed or ejected"
+    winners = re.findall(r"^- \*\*(.+?) on default: (.+?)\*\*", md, re.M)
+    assert {(w, t[f"{w} on default"][0][1]) for w, _ in winners} == set(winners)
+    png = (out / "field.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+    # Started again: nothing runs again, the report is the same.
+    again = field("--spec", spec, "--out", out)
+    assert again.returncode == 0, again.stderr
+    assert "0 ran now, 12 done before" in again.stdout
+    assert (out / "field.md").read_text() == md
+
+
+def test_field_bad_input(tmp_path, needs_binary):
+    r = field("--out", tmp_path / "o", "--set", "machines=no-such-machine")
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "no-such-machine" in err[0], r.stderr
+    r = field("--spec", tmp_path / "missing.toml", "--out", tmp_path / "o")
+    assert r.returncode != 0 and "missing.toml" in r.stderr
+    assert not (tmp_path / "o" / "field.md").exists()
