@@ -15,6 +15,8 @@ mod cfs_balance;
 mod haiku_old;
 #[path = "kernel_time.rs"]
 mod kernel_time;
+#[path = "layers.rs"]
+mod layers;
 #[path = "model.rs"]
 mod model;
 #[path = "nest.rs"]
