@@ -143,8 +143,9 @@ pub struct Claim {
     pub source: &'static str,
     /// One sentence.
     pub claim: &'static str,
-    /// The paper's own number(s).
-    pub paper_value: &'static str,
+    /// The paper's own number(s), written from the claim's module's named
+    /// figures, which its check compares with.
+    pub paper_value: String,
     /// Policy specifications (with parameters) the claim needs.
     pub needs: Vec<String>,
     pub runs: Vec<RunSpec>,
@@ -599,7 +600,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, String> {
                 id: c.id,
                 source: c.source.into(),
                 claim: c.claim.into(),
-                paper_value: c.paper_value.into(),
+                paper_value: c.paper_value.clone(),
                 sim_value: o.sim_value,
                 grade: o.grade,
                 reproduced: o.reproduced,

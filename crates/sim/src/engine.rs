@@ -27,10 +27,9 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use smallvec::{smallvec, SmallVec};
 use warmcore_trace::event::prev_state;
-use warmcore_trace::{ids, Event};
+use warmcore_trace::ids;
 
 use crate::dvfs::{CoreDvfs, Governor};
-use crate::interp::{Barrier, BlockedOn, Pipe, WaitFor};
 use crate::kernel_time;
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
@@ -38,67 +37,10 @@ use crate::program::{ProgId, Step, Workload, MAX_LIVE_TASKS, MAX_PENDING_EVENTS}
 use crate::queue::{Entry, EventQueue};
 use crate::SimError;
 
-pub use crate::sim::{Cpu, Mode, Sim, TState, Task, Tid, TimerId, TICK_NS};
-
-/// Where the events go (a trace writer, the metrics analyzer, a counter).
-pub trait Sink {
-    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String>;
-    fn note_process(&mut self, _pid: u32, _ppid: u32, _comm: &str, _ts: u64) {}
-    /// End of the run: flush, and return what the sink computed.
-    fn finish(self: Box<Self>, _end_ns: u64) -> Result<serde_json::Value, String> {
-        Ok(serde_json::Value::Null)
-    }
-}
-
-/// A sink that only counts.
-#[derive(Default)]
-pub struct CountSink {
-    pub events: u64,
-}
-impl Sink for CountSink {
-    fn emit(&mut self, _cpu: u32, _ev: Event) -> Result<(), String> {
-        self.events += 1;
-        Ok(())
-    }
-}
-
-/// What a queued event is about; its index is a CPU (SegEnd, Tick,
-/// CpuReady, SpinEnd), a core (Dvfs), a task (Wake) or a timer slot (Timer).
-/// Each (kind, index) has at most one live event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Kind {
-    SegEnd,
-    Tick,
-    CpuReady,
-    Dvfs,
-    Wake,
-    Timer,
-    SpinEnd,
-}
-impl Kind {
-    #[inline]
-    pub(crate) fn of(k: u8) -> Kind {
-        match k {
-            0 => Kind::SegEnd,
-            1 => Kind::Tick,
-            2 => Kind::CpuReady,
-            3 => Kind::Dvfs,
-            4 => Kind::Wake,
-            5 => Kind::Timer,
-            _ => Kind::SpinEnd,
-        }
-    }
-}
+use crate::sim::{Action, Barrier, BlockedOn, Kind, Pipe, WaitFor};
+pub use crate::sim::{CountSink, Cpu, Mode, Sim, Sink, TState, Task, Tid, TimerId, TICK_NS};
 
 type QEv = Entry;
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Action {
-    Schedule(u32),
-    Resched(u32),
-    Kick(u32),
-}
 
 /// Limits that stop a run early, with a partial result.
 #[derive(Clone, Copy, Debug)]

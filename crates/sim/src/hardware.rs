@@ -14,9 +14,8 @@
 use warmcore_trace::ids;
 
 use crate::dvfs::Governor;
-use crate::engine::Kind;
 use crate::program::REF_CYCLES_PER_US;
-use crate::sim::{Mode, Sim, TState, Tid};
+use crate::sim::{Kind, Mode, Sim, TState, Tid};
 
 const REF_CYCLES_PER_NS: f64 = REF_CYCLES_PER_US / 1000.0;
 

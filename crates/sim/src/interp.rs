@@ -11,68 +11,21 @@
 //! context switch) are the engine's (engine.rs); the rate at which computed
 //! work runs is the hardware model's (hardware.rs).
 
-use std::collections::VecDeque;
-
 use warmcore_trace::event::prev_state;
 use warmcore_trace::ids;
 
-use crate::engine::{Action, Engine, Kind};
+use crate::engine::Engine;
 use crate::kernel_time;
 use crate::policy::{Enq, Wake, WakeKind};
 use crate::program::{ProgId, Step};
-use crate::sim::{Sim, TState, Tid};
+use crate::sim::{Action, BlockedOn, Frame, Kind, Sim, TState, Tid, WaitFor};
 use crate::SimError;
-
-/// A program being run: its steps are `steps[start..end]` of the engine's
-/// flattened step table, `pc` the next one.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Frame {
-    start: u32,
-    pc: u32,
-    end: u32,
-    /// Iterations left after this one (Repeat).
-    left: u64,
-    /// Loop until this time (RepeatFor), 0 otherwise.
-    until: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WaitFor {
-    None,
-    One,
-    All,
-}
-
-// The fields are read through Debug, in the deadlock message.
-#[allow(dead_code)]
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum BlockedOn {
-    Nothing,
-    Timer,
-    Child,
-    PipeRead(u32),
-    PipeWrite(u32),
-    Futex(u32),
-    Barrier(u32),
-}
 
 /// `Task::spinning` of a task busy-waiting on a pipe (PipeSpinRead), which
 /// spins until a write releases it: no barrier has this id.
 const PIPE_SPIN: u32 = u32::MAX;
 /// A spin's cycles when only a release ends it (years at any frequency).
 const FOREVER: f64 = 1e18;
-
-pub(crate) struct Pipe {
-    pub(crate) cap: u32,
-    pub(crate) msgs: u32,
-    pub(crate) readers: VecDeque<Tid>,
-    pub(crate) writers: VecDeque<Tid>,
-}
-
-pub(crate) struct Barrier {
-    pub(crate) count: u32,
-    pub(crate) arrived: Vec<Tid>,
-}
 
 impl Sim {
     pub(crate) fn frame(&self, prog: ProgId, left: u64, until: u64) -> Frame {

@@ -29,10 +29,11 @@ pub mod wfile;
 pub mod workloads;
 
 pub use dvfs::Governor;
-pub use engine::{Engine, Limits, Sim, Tid};
+pub use engine::{Engine, Limits};
 pub use machine::Machine;
 pub use policy::{Enq, Policy, Wake, WakeKind};
 pub use run::{load_workload, run, RunConfig, RunReport};
+pub use sim::{Sim, Tid};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

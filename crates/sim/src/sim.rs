@@ -14,6 +14,13 @@
 //!   futexes, barriers);
 //! - hardware.rs: the machine model (execution rates, SMT, turbo ceilings,
 //!   DVFS, PELT and schedutil, idle states, energy).
+//!
+//! The types that state is made of are defined here too, those the engine
+//! and the interpreter keep in it included (the queued events' kinds and
+//! actions, the sink, a task's program frames, pipes and barriers): the jobs
+//! above import this module and never each other's types, which keeps the
+//! simulator's layers free of cycles (docs/architecture.md, The simulator's
+//! layers; tests/layers.rs checks them).
 
 use std::collections::VecDeque;
 
@@ -23,11 +30,112 @@ use smallvec::SmallVec;
 use warmcore_trace::{ids, Event};
 
 use crate::dvfs::{CoreDvfs, Governor};
-use crate::engine::{Action, Kind, Sink};
-use crate::interp::{Barrier, BlockedOn, Frame, Pipe, WaitFor};
 use crate::machine::Machine;
 use crate::program::{ProgId, Step, Workload};
 use crate::queue::{Entry, EventQueue, Key};
+
+/// Where the events go (a trace writer, the metrics analyzer, a counter).
+pub trait Sink {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String>;
+    fn note_process(&mut self, _pid: u32, _ppid: u32, _comm: &str, _ts: u64) {}
+    /// End of the run: flush, and return what the sink computed.
+    fn finish(self: Box<Self>, _end_ns: u64) -> Result<serde_json::Value, String> {
+        Ok(serde_json::Value::Null)
+    }
+}
+
+/// A sink that only counts.
+#[derive(Default)]
+pub struct CountSink {
+    pub events: u64,
+}
+impl Sink for CountSink {
+    fn emit(&mut self, _cpu: u32, _ev: Event) -> Result<(), String> {
+        self.events += 1;
+        Ok(())
+    }
+}
+
+/// What a queued event is about; its index is a CPU (SegEnd, Tick,
+/// CpuReady, SpinEnd), a core (Dvfs), a task (Wake) or a timer slot (Timer).
+/// Each (kind, index) has at most one live event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    SegEnd,
+    Tick,
+    CpuReady,
+    Dvfs,
+    Wake,
+    Timer,
+    SpinEnd,
+}
+impl Kind {
+    #[inline]
+    pub(crate) fn of(k: u8) -> Kind {
+        match k {
+            0 => Kind::SegEnd,
+            1 => Kind::Tick,
+            2 => Kind::CpuReady,
+            3 => Kind::Dvfs,
+            4 => Kind::Wake,
+            5 => Kind::Timer,
+            _ => Kind::SpinEnd,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Action {
+    Schedule(u32),
+    Resched(u32),
+    Kick(u32),
+}
+
+/// A program being run: its steps are `steps[start..end]` of the engine's
+/// flattened step table, `pc` the next one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub(crate) start: u32,
+    pub(crate) pc: u32,
+    pub(crate) end: u32,
+    /// Iterations left after this one (Repeat).
+    pub(crate) left: u64,
+    /// Loop until this time (RepeatFor), 0 otherwise.
+    pub(crate) until: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitFor {
+    None,
+    One,
+    All,
+}
+
+// The fields are read through Debug, in the deadlock message.
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BlockedOn {
+    Nothing,
+    Timer,
+    Child,
+    PipeRead(u32),
+    PipeWrite(u32),
+    Futex(u32),
+    Barrier(u32),
+}
+
+pub(crate) struct Pipe {
+    pub(crate) cap: u32,
+    pub(crate) msgs: u32,
+    pub(crate) readers: VecDeque<Tid>,
+    pub(crate) writers: VecDeque<Tid>,
+}
+
+pub(crate) struct Barrier {
+    pub(crate) count: u32,
+    pub(crate) arrived: Vec<Tid>,
+}
 
 pub type Tid = u32;
 

@@ -15,6 +15,8 @@ mod cfs_balance;
 mod haiku_old;
 #[path = "kernel_time.rs"]
 mod kernel_time;
+#[path = "layers.rs"]
+mod layers;
 #[path = "model.rs"]
 mod model;
 #[path = "nest.rs"]
@@ -32,16 +34,8 @@ mod trace_order;
 #[path = "workload_shapes.rs"]
 mod workload_shapes;
 
-/// With autotests off, a file added here runs only once declared above:
-/// fail rather than leave it silently unrun.
+/// A file added to tests/ runs only once declared above.
 #[test]
 fn every_test_file_is_declared() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let name = e.unwrap().file_name().into_string().unwrap();
-        if name.ends_with(".rs") && name != "main.rs" {
-            assert!(main.contains(&format!("#[path = \"{name}\"]")), "tests/{name} is not declared in tests/main.rs, so it does not run: add it there");
-        }
-    }
+    warmcore_test_support::every_test_file_is_declared(env!("CARGO_MANIFEST_DIR"));
 }

@@ -123,9 +123,73 @@ pub fn btf_missing() -> Option<String> {
     (!std::path::Path::new(p).exists()).then(|| format!("the kernel has no BTF ({p})"))
 }
 
+/// The files of `tests_dir` that its `main.rs` does not declare with
+/// `#[path = "NAME.rs"]`, sorted.
+pub fn undeclared_test_files(tests_dir: &std::path::Path) -> Vec<String> {
+    let main = std::fs::read_to_string(tests_dir.join("main.rs"))
+        .unwrap_or_else(|e| panic!("cannot read {}/main.rs: {e}", tests_dir.display()));
+    let entries = std::fs::read_dir(tests_dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", tests_dir.display()));
+    let mut out: Vec<String> = entries
+        .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs") && name != "main.rs" && !main.contains(&format!("#[path = \"{name}\"]")))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every crate's integration tests are one binary, `tests/main.rs`, with
+/// autotests off (cargo would otherwise link each file as a binary of its
+/// own): a file added to `tests/` runs only once main.rs declares it. Each
+/// tests/main.rs calls this from a test with its `CARGO_MANIFEST_DIR`, so that
+/// an undeclared file fails rather than stays silently unrun.
+pub fn every_test_file_is_declared(manifest_dir: &str) {
+    let undeclared = undeclared_test_files(&std::path::Path::new(manifest_dir).join("tests"));
+    assert!(
+        undeclared.is_empty(),
+        "tests/{} not declared in tests/main.rs, so it does not run: add it there",
+        undeclared.join(", tests/")
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tests/ directory with a main.rs that declares `declared`, beside
+    /// the files `present`.
+    fn tests_dir(tag: &str, declared: &[&str], present: &[&str]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("warmcore-test-support-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let main: String = declared.iter().map(|n| format!("#[path = \"{n}\"]\nmod {};\n", n.trim_end_matches(".rs"))).collect();
+        std::fs::write(dir.join("main.rs"), main).unwrap();
+        for n in present {
+            std::fs::write(dir.join(n), "").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn an_undeclared_test_file_is_found_and_a_declared_one_is_not() {
+        let dir = tests_dir("decl", &["a.rs"], &["a.rs", "b.rs", "c.rs", "notes.txt"]);
+        assert_eq!(undeclared_test_files(&dir), ["b.rs", "c.rs"]);
+        std::fs::write(dir.join("main.rs"), "#[path = \"a.rs\"]\n#[path = \"b.rs\"]\n#[path = \"c.rs\"]\n").unwrap();
+        assert!(undeclared_test_files(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_crate_check_fails_naming_the_undeclared_file() {
+        let root = tests_dir("crate", &[], &[]);
+        let tests = root.join("tests");
+        std::fs::create_dir_all(&tests).unwrap();
+        std::fs::write(tests.join("main.rs"), "").unwrap();
+        std::fs::write(tests.join("new.rs"), "").unwrap();
+        let err = std::panic::catch_unwind(|| every_test_file_is_declared(root.to_str().unwrap())).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(msg.contains("tests/new.rs not declared"), "{msg}");
+    }
 
     #[test]
     fn the_readme_names_every_prerequisite() {
