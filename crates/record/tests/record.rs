@@ -402,13 +402,23 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
     let k = keys(&pp);
     let pair: [u32; 2] = [k["ping"].parse().unwrap(), k["pong"].parse().unwrap()];
     // The workload's own cgroup, then its parent: both hold it, nothing else.
+    // Recorded in windows of 400 ms until one holds enough of the workload's
+    // events: on a loaded machine the pair may barely run in one window.
     let mut results = Vec::new();
     for (name, group) in [("sub", &sub), ("parent", &cg)] {
-        let out = dir.path().join(format!("{name}.wct"));
-        let mut o = Options::new(&out);
-        o.cgroup = Some(group.clone());
-        o.duration = Some(Duration::from_millis(400));
-        results.push((name, out.clone(), record(&o, &mut |l| eprintln!("{l}"))));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        for attempt in 0.. {
+            let out = dir.path().join(format!("{name}-{attempt}.wct"));
+            let mut o = Options::new(&out);
+            o.cgroup = Some(group.clone());
+            o.duration = Some(Duration::from_millis(400));
+            let r = record(&o, &mut |l| eprintln!("{l}"));
+            let enough = r.is_ok() && Trace::open(&out).is_ok_and(|t| t.events(None, Window::ALL).count() > 100);
+            results.push((name, out, r));
+            if enough || std::time::Instant::now() > deadline {
+                break;
+            }
+        }
     }
     load.kill().ok();
     load.wait().ok();
@@ -417,6 +427,9 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
     std::thread::sleep(Duration::from_millis(50));
     let _ = std::fs::remove_dir(&sub);
     let _ = std::fs::remove_dir(&cg);
+    // Every window holds the workload's events only; the last of each
+    // cgroup holds enough of them.
+    let mut last = std::collections::HashMap::new();
     for (name, out, r) in results {
         r.unwrap();
         let t = Trace::open(&out).unwrap();
@@ -426,7 +439,10 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
             assert!(about(&e, &pair), "{name}: event outside the cgroup: {e:?}");
             n += 1;
         }
-        assert!(n > 100, "{name}: {n} events");
+        last.insert(name, n);
+    }
+    for (name, n) in last {
+        assert!(n > 100, "{name}: {n} events in the last window");
     }
 }
 
