@@ -257,3 +257,31 @@ fn eevdf_parameters_are_checked() {
     }
     assert!(make_policy("eevdf:place_lag=off,run_to_parity=off,sis_util=off,preempt=full,balance=off", &m).is_ok());
 }
+
+/// Time between a busy CPU's periodic balances at the MC level.
+fn mc_balance_intervals(evs: &[(u32, Event)], cpu: u32) -> Vec<u64> {
+    let ts: Vec<u64> = evs
+        .iter()
+        .filter(|(c, e)| *c == cpu && e.id == ids::PERIODIC_BALANCE_BEGIN && e.a() == 1)
+        .map(|(_, e)| e.ts)
+        .collect();
+    ts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[test]
+fn a_busy_cpu_balances_at_16_times_the_span_where_5_9_waited_32_times() {
+    // One CPU-bound task on CPU 0 of the default machine, whose MC domain
+    // spans 16 CPUs: busy_factor 16 (since 5.10) against 5.9's 32.
+    let m = common::quiet("default");
+    let mut w = Workload::new("one");
+    let p = w.add("hog", vec![Step::Compute(Amount::fixed(1300.0 * 3e6)), Step::Exit]);
+    w.initial.push((p, "hog".into(), Some(0)));
+    let (_, evs) = run_perf(&m, "eevdf", w.clone());
+    let today = mc_balance_intervals(&evs, 0);
+    let (_, evs) = run_perf(&m, "cfs", w);
+    let then = mc_balance_intervals(&evs, 0);
+    assert!(today.len() >= 3 && !then.is_empty(), "{today:?} {then:?}");
+    // The interval, rounded up to the 4 ms tick.
+    assert!(today.iter().all(|&d| (256 * MS..256 * MS + TICK).contains(&d)), "eevdf: {today:?}");
+    assert!(then.iter().all(|&d| (512 * MS..512 * MS + TICK).contains(&d)), "cfs: {then:?}");
+}
