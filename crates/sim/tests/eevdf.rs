@@ -285,3 +285,38 @@ fn a_busy_cpu_balances_at_16_times_the_span_where_5_9_waited_32_times() {
     assert!(today.iter().all(|&d| (256 * MS..256 * MS + TICK).contains(&d)), "eevdf: {today:?}");
     assert!(then.iter().all(|&d| (512 * MS..512 * MS + TICK).contains(&d)), "cfs: {then:?}");
 }
+
+/// Two tasks share CPU 16 (socket 1) for about 200 ms and exit; a task
+/// asleep on CPU 16 since the start is woken (futex, not synchronous) by a
+/// task that has run on CPU 0 (socket 0) all along, shortly after.
+fn wake_after_busy_prev() -> Workload {
+    let mut w = Workload::new("busy-prev");
+    let f = w.futex();
+    let burst = w.add("burst", vec![Step::Compute(Amount::fixed(100.0 * 3e6)), Step::Exit]);
+    let sleeper = w.add("sleeper", vec![Step::FutexWait(f), Step::Compute(Amount::fixed(1.0 * 3e6)), Step::Exit]);
+    let waker = w.add(
+        "waker",
+        vec![Step::Compute(Amount::fixed(210.0 * 3e6)), Step::FutexWake(f, 1), Step::Compute(Amount::fixed(3e6)), Step::Exit],
+    );
+    w.initial.push((sleeper, "sleeper".into(), Some(16)));
+    w.initial.push((burst, "burst1".into(), Some(16)));
+    w.initial.push((burst, "burst2".into(), Some(16)));
+    w.initial.push((waker, "waker".into(), Some(0)));
+    w
+}
+
+#[test]
+fn an_idle_previous_cpu_wins_wake_affine_before_the_loads_are_weighed() {
+    // The previous CPU is idle but its decaying load (two tasks until just
+    // now) outweighs the waker's: 5.9's weight rule sends the task to the
+    // waker's socket; since 5.11 an idle previous CPU wins first.
+    let m = common::quiet("xeon-gold-6130-2s");
+    let target = |policy: &str| {
+        let (_, evs) = run_perf(&m, policy, wake_after_busy_prev());
+        let wakes: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::WAKEUP).map(|(_, e)| e.a()).collect();
+        assert_eq!(wakes.len(), 1, "{policy}: {wakes:?}");
+        wakes[0]
+    };
+    assert_eq!(m.cpu_socket[target("cfs:balance=off") as usize], 0);
+    assert_eq!(target("eevdf:balance=off"), 16);
+}
