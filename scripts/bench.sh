@@ -57,6 +57,13 @@ pair xeon-e7-8870v4 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=5000
 pair xeon-gold-5218-2s configure:checks=2000 nest scx:nest
 pair xeon-e7-8870v4 kbuild:jobs=320,files=3000 nest scx:nest
 
+echo "== the fair class of today (eevdf) beside the 5.9 model (cfs), one run each, side by side"
+echo "   target: eevdf >= 0.8x cfs's events/s"
+pair xeon-gold-5218-2s configure cfs eevdf
+pair xeon-e7-8870v4 kbuild:jobs=320,files=3000 cfs eevdf
+pair xeon-e7-8870v4 hackbench:groups=250,loops=100 cfs eevdf
+pair xeon-e7-8870v4 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=3000 cfs eevdf
+
 echo "== the field table: every scheduler warmcore hosts, five workloads, two machines, three seeds (warmcore field)"
 field_out=out/bench/field
 mkdir -p "$field_out"

@@ -14,7 +14,8 @@ use warmcore_sim::{run, Limits, RunConfig, RunReport};
 pub struct SimArgs {
     /// Machine preset (default, xeon-e7-8870v4, xeon-gold-6130-2s,
     /// xeon-gold-6130-4s, xeon-gold-5218-2s, ryzen5-3400g, ryzen5-pro-4650g,
-    /// core2duo-e8400) or a path to a machine .toml file.
+    /// core2duo-e8400; servers of today: xeon-8592p-2s, epyc-9654-2s) or a
+    /// path to a machine .toml file.
     #[arg(long, default_value = "default")]
     pub machine: String,
     /// Workload and its parameters: name[:key=value,...], e.g.
@@ -25,7 +26,9 @@ pub struct SimArgs {
     #[arg(long)]
     pub workload: String,
     /// Placement policy, with parameters: name[:key=value,...]. Built in:
-    /// cfs (the Linux fair class), slocal, smove (delay_us, threshold_khz, timers_only,
+    /// cfs (the Linux fair class of 5.9, as the papers ran it), eevdf (the
+    /// fair class of today, Linux 7.3: balance, place_lag, run_to_parity,
+    /// sis_util =on|off, preempt=lazy|full), slocal, smove (delay_us, threshold_khz, timers_only,
     /// unsampled=low|sample),
     /// nest (spin, reserve, compaction, ... =on|off; p_remove, r_max,
     /// r_impatient, s_max): the papers' kernel patches, modelled on the

@@ -45,6 +45,18 @@ use crate::policy::{Enq, Policy, Wake, WakeKind};
 use crate::sim::{Sim, Tid, TICK_NS};
 use crate::SimError;
 
+mod eevdf;
+pub use eevdf::{base_slice, imb_numa_nr, lag_at_dequeue, place_vruntime, sis_util_budget};
+
+/// Which kernel's fair class the model follows: 5.9 (`cfs`, the papers'),
+/// or today's (`eevdf`, cfs/eevdf.rs), which differs in the run queue and
+/// in some rules of placement and balancing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    V5_9,
+    Eevdf,
+}
+
 const MS: u64 = 1_000_000;
 /// sched_latency 24 ms, min_granularity 3 ms, wakeup_granularity 4 ms,
 /// sched_nr_latency 8: the defaults x4 (docs/model.md, Run queue and tick).
@@ -57,8 +69,10 @@ const NR_LATENCY: u64 = 8;
 const SLEEPER_CREDIT: u64 = LATENCY / 2;
 /// sched_migration_cost (docs/model.md, Run queue and tick).
 const MIGRATION_COST: u64 = MS / 2;
-/// busy_factor (docs/model.md, Load balancing).
+/// busy_factor (docs/model.md, Load balancing): 32 in 5.9, 16 since 5.10
+/// (docs/model.md, The fair class of today).
 const BUSY_FACTOR: u64 = 32;
+const BUSY_FACTOR_TODAY: u64 = 16;
 /// PELT half-life (docs/model.md, PELT and schedutil).
 const PELT_HALF_LIFE_NS: f64 = 32e6;
 /// Cost of checking one CPU in select_idle_cpu, for SIS_PROP's budget.
@@ -148,6 +162,9 @@ struct Rq {
     /// due, as on a machine that was idle (no ilb kicks) before the run.
     last_balance: [Option<u64>; 3],
     nohz_kicked: bool,
+    /// `eevdf`: the sum of the queued tasks' vruntimes, and the last V.
+    sum_vr: u128,
+    v0: u64,
 }
 impl Rq {
     fn nr_running(&self) -> u64 {
@@ -168,6 +185,13 @@ struct TaskData {
     flips_decay: u64,
     recent_used_cpu: u32,
     queued_on: Option<u32>,
+    /// `eevdf`: virtual deadline, lag saved when the task left a queue,
+    /// the end of the slice RUN_TO_PARITY protects, and the CPU of the
+    /// task's last waker.
+    deadline: u64,
+    vlag: i64,
+    vprot: u64,
+    wake_cpu: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,10 +236,26 @@ pub struct Cfs {
     smt_groups: Vec<Vec<Vec<u32>>>,
     mc_groups: Vec<Vec<Vec<u32>>>,
     numa_groups: Vec<Vec<u32>>,
+    kernel: Kernel,
+    /// `eevdf`'s own state (None under 5.9).
+    ev: Option<eevdf::State>,
 }
 
 impl Cfs {
+    /// The 5.9 model (`cfs`).
     pub fn new(m: &Machine, params: &[(String, String)]) -> Result<Cfs, SimError> {
+        Self::build(m, params, Kernel::V5_9, None)
+    }
+
+    /// Today's fair class (`eevdf`): `cfs`'s parameters plus the kernel
+    /// features `place_lag`, `run_to_parity`, `sis_util` (on or off) and
+    /// `preempt` (lazy or full).
+    pub fn new_eevdf(m: &Machine, params: &[(String, String)]) -> Result<Cfs, SimError> {
+        let (st, rest) = eevdf::State::new(m, params)?;
+        Self::build(m, &rest, Kernel::Eevdf, Some(st))
+    }
+
+    fn build(m: &Machine, params: &[(String, String)], kernel: Kernel, ev: Option<eevdf::State>) -> Result<Cfs, SimError> {
         let mut balance = true;
         for (k, v) in params {
             match (k.as_str(), v.as_str()) {
@@ -255,7 +295,7 @@ impl Cfs {
             smt_groups,
             mc_groups,
             numa_groups: m.die_cpus.clone(),
-            rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), ..Rq::default() }; n],
+            rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), v0: eevdf::V_START, ..Rq::default() }; n],
             td: Vec::new(),
             waiting: BTreeSet::new(),
             has_idle_cores: vec![true; m.die_cpus.len()],
@@ -264,6 +304,8 @@ impl Cfs {
             levels,
             n: Counters::default(),
             balance,
+            kernel,
+            ev,
         })
     }
 
@@ -320,6 +362,32 @@ impl Cfs {
         }
     }
 
+    /// The key of `t` in its queue: vruntime under 5.9, the virtual
+    /// deadline under `eevdf` (whose tree is ordered by deadline).
+    fn key(&self, t: Tid) -> u64 {
+        let d = &self.td[t as usize];
+        if self.kernel == Kernel::Eevdf {
+            d.deadline
+        } else {
+            d.vr
+        }
+    }
+
+    fn q_insert(&mut self, c: u32, t: Tid) {
+        let k = self.key(t);
+        let rq = &mut self.rq[c as usize];
+        rq.queue.insert((k, t));
+        rq.sum_vr += self.td[t as usize].vr as u128;
+    }
+
+    fn q_remove(&mut self, c: u32, t: Tid) {
+        let k = self.key(t);
+        let rq = &mut self.rq[c as usize];
+        if rq.queue.remove(&(k, t)) {
+            rq.sum_vr -= self.td[t as usize].vr as u128;
+        }
+    }
+
     fn curr_vr(&self, now: u64, c: u32) -> Option<u64> {
         self.rq[c as usize].curr.map(|t| {
             let d = &self.td[t as usize];
@@ -328,6 +396,9 @@ impl Cfs {
     }
 
     fn update_min_vr(&mut self, now: u64, c: u32) {
+        if self.kernel == Kernel::Eevdf {
+            return;
+        }
         let left = self.rq[c as usize].queue.first().map(|e| e.0);
         let cur = self.curr_vr(now, c);
         let m = match (left, cur) {
@@ -467,7 +538,16 @@ impl Cfs {
                     if ls != is {
                         ls
                     } else if !ls {
-                        if level == Level::Numa && local.idle > 0 {
+                        if level == Level::Numa && self.kernel == Kernel::Eevdf {
+                            // Since 5.18: stay while the local node would
+                            // run at most imb_numa_nr tasks and the idle
+                            // CPUs differ by at most 2 (adjust_numa_imbalance),
+                            // then as below on idle CPUs.
+                            let imb = self.ev.as_ref().map_or(1, |e| e.imb_numa_nr);
+                            let diff = (local.idle as i64 - s.idle as i64).unsigned_abs();
+                            let stay = local.nr < imb && diff <= eevdf::NUMA_IMBALANCE_MIN;
+                            !stay && s.idle > local.idle
+                        } else if level == Level::Numa && local.idle > 0 {
                             false
                         } else {
                             s.idle > local.idle
@@ -524,6 +604,10 @@ impl Cfs {
         if sync && self.rq[this as usize].nr_running() == 1 {
             return this;
         }
+        // Since 5.11 an idle previous CPU wins before the weights.
+        if self.kernel == Kernel::Eevdf && sim.cpu_is_idle(prev) && self.rq[prev as usize].nr_running() == 0 {
+            return prev;
+        }
         // WA_WEIGHT
         let tl = self.td[t as usize].load.at(now);
         let mut this_eff = self.load(now, this);
@@ -567,12 +651,21 @@ impl Cfs {
         if prev != target && share(prev, target) && self.idle(sim, prev) {
             return prev;
         }
+        // Since 5.16 the previous CPU becomes recent_used_cpu at every
+        // wake-up; in 5.9 only when the recent one is taken.
+        let today = self.kernel == Kernel::Eevdf;
         let recent = self.td[t as usize].recent_used_cpu;
+        if today {
+            self.td[t as usize].recent_used_cpu = prev;
+        }
         if recent != prev && recent != target && share(recent, target) && self.idle(sim, recent) {
             self.td[t as usize].recent_used_cpu = prev;
             return recent;
         }
         let die = m.cpu_die[target as usize] as usize;
+        if today {
+            return self.select_idle_smt_cpu_eevdf(sim, prev, target, die);
+        }
         if m.spec.threads_per_core > 1 && self.has_idle_cores[die] {
             let found = self
                 .llc_scan(m, target)
@@ -604,8 +697,7 @@ impl Cfs {
 
     fn dequeue_queued(&mut self, t: Tid) {
         if let Some(c) = self.td[t as usize].queued_on.take() {
-            let vr = self.td[t as usize].vr;
-            self.rq[c as usize].queue.remove(&(vr, t));
+            self.q_remove(c, t);
             self.set_waiting(c);
         }
     }
@@ -623,13 +715,17 @@ impl Cfs {
     /// vruntime relative to each queue's minimum, as migration does.
     fn requeue(&mut self, sim: &mut Sim, t: Tid, from: u32, to: u32) {
         let now = sim.now();
-        self.dequeue_queued(t);
-        let d = &mut self.td[t as usize];
-        d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
-        d.vr_cpu = to;
-        d.queued_on = Some(to);
-        let vr = d.vr;
-        self.rq[to as usize].queue.insert((vr, t));
+        if self.kernel == Kernel::Eevdf {
+            self.migrate_eevdf(now, from, to, t);
+            self.set_waiting(from);
+        } else {
+            self.dequeue_queued(t);
+            let d = &mut self.td[t as usize];
+            d.vr = d.vr.saturating_sub(self.rq[from as usize].min_vr) + self.rq[to as usize].min_vr;
+            d.vr_cpu = to;
+        }
+        self.td[t as usize].queued_on = Some(to);
+        self.q_insert(to, t);
         self.set_waiting(to);
         sim.set_task_cpu(t, to);
         self.update_load(now, from);
@@ -656,12 +752,13 @@ impl Cfs {
 
     /// Balance interval of a domain level (docs/model.md, Load balancing): span
     /// weight in ms, x busy_factor on a busy CPU, at least one tick.
-    fn interval(sim: &Sim, level: Level, cpu: u32, busy: bool) -> u64 {
+    fn interval(&self, sim: &Sim, level: Level, cpu: u32, busy: bool) -> u64 {
         let weight = match level {
             Level::Numa => sim.nr_cpus() as u64,
             _ => Self::span(&sim.machine, level, cpu).len().max(1) as u64,
         };
-        (weight * MS * if busy { BUSY_FACTOR } else { 1 }).max(TICK_NS)
+        let factor = if self.kernel == Kernel::Eevdf { BUSY_FACTOR_TODAY } else { BUSY_FACTOR };
+        (weight * MS * if busy { factor } else { 1 }).max(TICK_NS)
     }
 
     /// rebalance_domains: balance `cpu` at every level whose interval has
@@ -673,11 +770,14 @@ impl Cfs {
         let mut total = 0;
         for li in 0..self.levels.len() {
             let level = self.levels[li];
-            let interval = Self::interval(sim, level, cpu, !idle);
+            let interval = self.interval(sim, level, cpu, !idle);
             if self.rq[cpu as usize].last_balance[li].is_some_and(|last| now < last + interval) {
                 continue;
             }
             self.rq[cpu as usize].last_balance[li] = Some(now);
+            if level == Level::Mc && self.kernel == Kernel::Eevdf {
+                self.update_idle_cpu_scan(sim, cpu);
+            }
             sim.trace(cpu, pid, ids::PERIODIC_BALANCE_BEGIN, li as u32, 0);
             let pulled = self.load_balance(sim, cpu, level, idle);
             sim.trace(cpu, pid, ids::PERIODIC_BALANCE_END, li as u32, pulled);
@@ -707,7 +807,7 @@ impl Cfs {
             if self.idle(sim, c) || c == ilb {
                 for li in 0..self.levels.len() {
                     let last = self.rq[c as usize].last_balance[li].unwrap_or(0);
-                    let due = last + Self::interval(sim, self.levels[li], c, false);
+                    let due = last + self.interval(sim, self.levels[li], c, false);
                     next = next.min(due);
                 }
             }
@@ -806,11 +906,22 @@ impl Cfs {
                     // migrate_task: half the difference in tasks
                     // (prefer_sibling, or single-CPU groups at SMT); at NUMA,
                     // adjust_numa_imbalance allows up to 2 tasks' imbalance.
-                    let half = b.nr.saturating_sub(local.nr) / 2;
-                    if level == Level::Numa && b.nr <= 2 {
+                    let diff = b.nr.saturating_sub(local.nr);
+                    if self.kernel == Kernel::Eevdf {
+                        // Today: a busy CPU evens out nothing
+                        // (sibling_imbalance); at NUMA a difference of up to
+                        // 2 stays while the local node would run at most
+                        // imb_numa_nr tasks (adjust_numa_imbalance).
+                        let imb = self.ev.as_ref().map_or(1, |e| e.imb_numa_nr);
+                        if !dst_idle || (level == Level::Numa && local.nr < imb && diff <= eevdf::NUMA_IMBALANCE_MIN) {
+                            0
+                        } else {
+                            diff / 2
+                        }
+                    } else if level == Level::Numa && b.nr <= 2 {
                         0
                     } else {
-                        half
+                        diff / 2
                     }
                 }
             } else {
@@ -856,7 +967,10 @@ impl Cfs {
 
 impl Policy for Cfs {
     fn name(&self) -> String {
-        "cfs".into()
+        match self.kernel {
+            Kernel::V5_9 => "cfs".into(),
+            Kernel::Eevdf => "eevdf".into(),
+        }
     }
 
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
@@ -883,6 +997,9 @@ impl Policy for Cfs {
         let now = sim.now();
         match w.kind {
             WakeKind::Fork | WakeKind::Exec => {
+                if self.kernel == Kernel::Eevdf {
+                    self.td[t as usize].wake_cpu = w.waker_cpu;
+                }
                 let exclude = if w.kind == WakeKind::Exec { Some(prev) } else { None };
                 let c = self.find_idlest(sim, prev, exclude);
                 if w.kind == WakeKind::Fork {
@@ -895,6 +1012,10 @@ impl Policy for Cfs {
             WakeKind::Wakeup => {
                 self.n.wakeups += 1;
                 let mut target = prev;
+                let today = self.kernel == Kernel::Eevdf;
+                if today {
+                    self.td[t as usize].wake_cpu = w.waker_cpu;
+                }
                 if let Some(waker) = w.waker {
                     self.record_wakee(now, waker, t);
                     let affine = !self.wake_wide(&sim.machine, waker, t, w.waker_cpu);
@@ -902,7 +1023,11 @@ impl Policy for Cfs {
                         target = self.wake_affine(sim, t, w.waker_cpu, prev, w.sync);
                         if target == w.waker_cpu {
                             self.n.wake_affine += 1;
-                            self.td[waker as usize].recent_used_cpu = w.waker_cpu;
+                            // 5.9 only: since 5.16 the wakee's previous
+                            // CPU becomes its recent_used_cpu instead.
+                            if !today {
+                                self.td[waker as usize].recent_used_cpu = w.waker_cpu;
+                            }
                         }
                     }
                 }
@@ -912,6 +1037,9 @@ impl Policy for Cfs {
     }
 
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
+        if self.kernel == Kernel::Eevdf {
+            return self.enqueue_eevdf(sim, t, cpu, flags);
+        }
         let now = sim.now();
         let c = cpu as usize;
         self.update_min_vr(now, cpu);
@@ -933,7 +1061,7 @@ impl Policy for Cfs {
         }
         let vr = d.vr;
         d.queued_on = Some(cpu);
-        self.rq[c].queue.insert((vr, t));
+        self.q_insert(cpu, t);
         self.set_waiting(cpu);
         self.update_load(now, cpu);
         // check_preempt_wakeup: preempt if the current task leads by more
@@ -981,8 +1109,12 @@ impl Policy for Cfs {
                 sim.trace(cpu, 0, ids::IDLE_BALANCE_END, pulled, 0);
             }
         }
-        let &(vr, t) = self.rq[c].queue.first()?;
-        self.rq[c].queue.remove(&(vr, t));
+        let t = if self.kernel == Kernel::Eevdf {
+            self.pick_eevdf(sim.now(), cpu)?
+        } else {
+            self.rq[c].queue.first()?.1
+        };
+        self.q_remove(cpu, t);
         self.td[t as usize].queued_on = None;
         self.set_waiting(cpu);
         Some(t)
@@ -995,10 +1127,19 @@ impl Policy for Cfs {
         d.picked_at = now;
         self.rq[cpu as usize].curr = Some(t);
         self.update_min_vr(now, cpu);
+        if self.kernel == Kernel::Eevdf {
+            self.running_eevdf(cpu, t);
+        }
     }
 
     fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
         let now = sim.now();
+        if self.kernel == Kernel::Eevdf {
+            // update_entity_lag at dequeue, while the task still counts
+            // in V; a preempted task keeps its place, an exec that moves
+            // takes this lag along.
+            self.save_lag(now, cpu, t);
+        }
         let d = &mut self.td[t as usize];
         d.vr += now.saturating_sub(d.exec_start);
         d.exec_start = now;
@@ -1026,6 +1167,10 @@ impl Policy for Cfs {
     fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
         let now = sim.now();
         let c = cpu as usize;
+        if self.kernel == Kernel::Eevdf {
+            self.tick_eevdf(sim, cpu, t);
+            return self.tick_balance(sim, cpu, t);
+        }
         // check_preempt_tick (docs/model.md, Run queue and tick).
         let nr = self.rq[c].nr_running();
         let ideal = Self::slice(nr);
@@ -1043,6 +1188,38 @@ impl Policy for Cfs {
                 }
             }
         }
+        self.tick_balance(sim, cpu, t)
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let n = &self.n;
+        let mut v = serde_json::json!({
+            "fork_placements": n.fork_placements,
+            "exec_migrations": n.exec_migrations,
+            "wakeups": n.wakeups,
+            "wake_affine": n.wake_affine,
+            "idle_core_found": n.idle_core_found,
+            "periodic_pulls": n.periodic_pulls,
+            "newidle_pulls": n.newidle_pulls,
+            "nohz_kicks": n.nohz_kicks,
+            "nohz_passes": n.nohz_passes,
+            "nohz_pulls": n.nohz_pulls,
+            "wakeup_preemptions": n.wakeup_preemptions,
+            "tick_preemptions": n.tick_preemptions,
+        });
+        if self.kernel == Kernel::Eevdf {
+            self.stats_eevdf(&mut v);
+        }
+        v
+    }
+}
+
+impl Cfs {
+    /// The tick's balancing, the same in both kernels: periodic balancing
+    /// and the NOHZ kick.
+    fn tick_balance(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
+        let now = sim.now();
+        let c = cpu as usize;
         if !self.balance {
             return;
         }
@@ -1062,23 +1239,5 @@ impl Policy for Cfs {
                 sim.kick(x);
             }
         }
-    }
-
-    fn stats(&self) -> serde_json::Value {
-        let n = &self.n;
-        serde_json::json!({
-            "fork_placements": n.fork_placements,
-            "exec_migrations": n.exec_migrations,
-            "wakeups": n.wakeups,
-            "wake_affine": n.wake_affine,
-            "idle_core_found": n.idle_core_found,
-            "periodic_pulls": n.periodic_pulls,
-            "newidle_pulls": n.newidle_pulls,
-            "nohz_kicks": n.nohz_kicks,
-            "nohz_passes": n.nohz_passes,
-            "nohz_pulls": n.nohz_pulls,
-            "wakeup_preemptions": n.wakeup_preemptions,
-            "tick_preemptions": n.tick_preemptions,
-        })
     }
 }

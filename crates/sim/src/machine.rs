@@ -19,6 +19,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ryzen5-3400g", include_str!("../../../machines/ryzen5-3400g.toml")),
     ("ryzen5-pro-4650g", include_str!("../../../machines/ryzen5-pro-4650g.toml")),
     ("core2duo-e8400", include_str!("../../../machines/core2duo-e8400.toml")),
+    ("xeon-8592p-2s", include_str!("../../../machines/xeon-8592p-2s.toml")),
+    ("epyc-9654-2s", include_str!("../../../machines/epyc-9654-2s.toml")),
 ];
 
 /// The highest frequency a machine file may give, in MHz: 100 GHz.

@@ -200,13 +200,14 @@ impl<P: OnCfs> Policy for P {
 
 /// The names `make_policy` accepts.
 pub const POLICIES: &[&str] =
-    &["cfs", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving", "haiku-old"];
+    &["cfs", "eevdf", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving", "haiku-old"];
 
 /// Build a policy from `name[:key=value,...]`.
 pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Policy>, crate::SimError> {
     let (name, params) = crate::parse_spec(spec);
     match name {
         "cfs" => Ok(Box::new(crate::cfs::Cfs::new(machine, &params)?)),
+        "eevdf" => Ok(Box::new(crate::cfs::Cfs::new_eevdf(machine, &params)?)),
         "slocal" => Ok(Box::new(crate::slocal::SLocal::new(machine, &params)?)),
         "smove" => Ok(Box::new(crate::smove::SMove::new(machine, &params)?)),
         "haiku-low-latency" => Ok(Box::new(crate::haiku::Haiku::new(machine, crate::haiku::Mode::LowLatency, &params)?)),

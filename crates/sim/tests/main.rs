@@ -11,12 +11,16 @@ mod background;
 mod barrier;
 #[path = "cfs_balance.rs"]
 mod cfs_balance;
+#[path = "eevdf.rs"]
+mod eevdf;
 #[path = "haiku_old.rs"]
 mod haiku_old;
 #[path = "kernel_time.rs"]
 mod kernel_time;
 #[path = "layers.rs"]
 mod layers;
+#[path = "machines_today.rs"]
+mod machines_today;
 #[path = "model.rs"]
 mod model;
 #[path = "nest.rs"]

@@ -62,8 +62,8 @@ fn bad_input_names_the_culprit_and_the_choices() {
     assert!(m.contains("unknown machine 'vax'") && m.contains("xeon-gold-5218-2s"), "{m}");
     let m = e(cfg("default", "bogus", "cfs", "powersave"));
     assert!(m.contains("unknown workload 'bogus'") && m.contains("hackbench"), "{m}");
-    let m = e(cfg("default", "configure", "eevdf", "powersave"));
-    assert!(m.contains("unknown policy 'eevdf'") && m.contains("cfs"), "{m}");
+    let m = e(cfg("default", "configure", "bfs", "powersave"));
+    assert!(m.contains("unknown policy 'bfs'") && m.contains("cfs"), "{m}");
     let m = e(cfg("default", "configure", "cfs", "ondemand"));
     assert!(m.contains("unknown governor 'ondemand'") && m.contains("schedutil"), "{m}");
     let m = e(cfg("default", "hackbench:grups=3", "cfs", "powersave"));
