@@ -64,7 +64,7 @@ pair xeon-e7-8870v4 kbuild:jobs=320,files=3000 cfs eevdf
 pair xeon-e7-8870v4 hackbench:groups=250,loops=100 cfs eevdf
 pair xeon-e7-8870v4 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=3000 cfs eevdf
 
-echo "== the field table: every scheduler warmcore hosts, five workloads, two machines, three seeds (warmcore field)"
+echo "== the field table: every scheduler warmcore hosts, five workloads, four machines, three seeds (warmcore field)"
 field_out=out/bench/field
 mkdir -p "$field_out"
 "$BIN" field --out "$field_out"

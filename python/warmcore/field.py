@@ -204,7 +204,7 @@ def draw(summary: pl.DataFrame, out: pathlib.Path) -> int:
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="warmcore field", description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=pathlib.Path, help="the --out directory of warmcore field or warmcore sweep")
-    ap.add_argument("--baseline", default="cfs", help="the scheduler every winner is also compared with (default cfs)")
+    ap.add_argument("--baseline", default="eevdf", help="the scheduler every winner is also compared with (default eevdf, the fair class of today)")
     a = ap.parse_args(argv)
     df, _ = load(a.dir)
     if df.height == 0:
