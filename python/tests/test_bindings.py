@@ -106,3 +106,28 @@ def test_bad_arguments(known_trace):
         t.read(cpus=[9])
     with pytest.raises(ValueError, match="order"):
         t.read(order="random")
+
+
+def test_underload_per_interval_is_the_analyzers(tmp_path):
+    # crates/trace/tests/stats_scenarios.rs's known pattern, on 4 CPUs
+    # (prev_state 0 is RUNNABLE, 1 BLOCKED): in [0, 4 ms) one task hops over
+    # three CPUs, never two at once (3 used, 1 runnable: underload 2); in
+    # [4, 8 ms) tasks 1 and 2 run together on CPUs 0 and 1, then 1 alone on
+    # CPU 3 (3 used, 2 runnable: underload 1).
+    from warmcore import _native
+
+    path = tmp_path / "under.wct"
+    w = warmcore.Writer(str(path), 4)
+    sw, wk = ID["CTX_SWITCH"], ID["WAKEUP"]
+    for cpu, ts, pid, eid, a, b in [
+        (0, 0, 0, sw, 1, 0), (0, MS, 1, sw, 0, 1), (0, 3 * MS // 2, 1, wk, 1, 0),
+        (1, 3 * MS // 2, 0, sw, 1, 0), (1, 5 * MS // 2, 1, sw, 0, 1), (1, 3 * MS, 1, wk, 2, 0),
+        (2, 3 * MS, 0, sw, 1, 0), (2, 7 * MS // 2, 1, sw, 0, 1),
+        (0, 9 * MS // 2, 1, wk, 0, 0), (0, 9 * MS // 2, 0, sw, 1, 0), (1, 5 * MS, 2, wk, 1, 0),
+        (1, 5 * MS, 0, sw, 2, 0), (0, 6 * MS, 1, sw, 0, 1), (1, 6 * MS, 2, sw, 0, 1),
+        (3, 7 * MS, 1, wk, 3, 0), (3, 7 * MS, 0, sw, 1, 0), (3, 15 * MS // 2, 1, sw, 0, 1),
+    ]:
+        w.push(cpu, ts, pid, eid, a, b)
+    w.finish()
+    assert _native.UNDERLOAD_INTERVAL_NS == 4 * MS
+    assert warmcore.open(path).underload() == [2, 1]

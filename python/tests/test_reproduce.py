@@ -162,7 +162,7 @@ def test_missing_python_still_writes_the_report(tmp_path):
 
 def test_figure_underload_agrees_with_the_simulator(quick):
     """The underload the figures draw (Nest, section 5.2) is the one the
-    simulator reports, up to the order of same-nanosecond events."""
+    simulator reports: the same analysis, read back from the trace."""
     import warmcore
     from warmcore.figures import underload_series
 
@@ -174,4 +174,5 @@ def test_figure_underload_agrees_with_the_simulator(quick):
         _, u = underload_series(t)
         first, last = t.span()
         per_s = u.sum() / ((last - first) / 1e9)
-        assert per_s == pytest.approx(r["report"]["underload_per_s"], rel=0.01), r["policy"]
+        assert u.sum() > 0, r["policy"]
+        assert per_s == pytest.approx(r["report"]["underload_per_s"], rel=1e-12), r["policy"]

@@ -27,9 +27,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import warmcore  # noqa: E402
+from warmcore._native import UNDERLOAD_INTERVAL_NS as INTERVAL_NS  # noqa: E402
 
-INTERVAL_NS = 4_000_000  # one tick at 250 Hz (Nest, section 5.2)
-RUNNABLE = 0  # prev_state of a preempted task (crates/trace/src/event.rs)
 WINDOW_S = 0.3  # the span of Nest Figure 3 (Nest, section 5.2)
 
 
@@ -46,43 +45,12 @@ def freq_samples(trace):
     return (ts[keep] - t0) / 1e9, cpu[keep], a[keep] / 1e6
 
 
-def underload_series(trace, interval_ns=INTERVAL_NS):
-    """Per interval from the first event: CPUs that ran a task at any point
-    in it minus the most tasks runnable at once in it, when positive."""
-    names = ["CTX_SWITCH", "WAKEUP", "WAKEUP_NEW", "EXIT"]
-    ids = {n: trace.event_id(n) for n in names}
-    b = trace.read(events=[i for i in ids.values() if i is not None], order="time")
-    ts, cpu, pid, eid, a, bb = (c.tolist() for c in _cols(b, "ts", "cpu", "pid", "id", "a", "b"))
-    t0 = trace.start_ns
-    cur = {}
-    runnable = set()
-    out = []
-    k = 0
-    used = set()
-    peak = 0
-    sw, wk, wn, ex = ids["CTX_SWITCH"], ids["WAKEUP"], ids["WAKEUP_NEW"], ids["EXIT"]
-    for t, c, p, i, x, y in zip(ts, cpu, pid, eid, a, bb):
-        kk = (t - t0) // interval_ns
-        while k < kk:
-            out.append(max(0, len(used) - peak))
-            k += 1
-            used = {cc for cc, n in cur.items() if n}
-            peak = len(runnable)
-        if i == sw:
-            if p and y != RUNNABLE:
-                runnable.discard(p)
-            cur[c] = x
-            if x:
-                runnable.add(x)
-                used.add(c)
-        elif i == wk or i == wn:
-            runnable.add(p)
-        elif i == ex and p not in cur.values():
-            # A running task's exit ends at its last switch-out (DEAD).
-            runnable.discard(p)
-        peak = max(peak, len(runnable))
-    out.append(max(0, len(used) - peak))
-    return np.arange(len(out)) * interval_ns / 1e9, np.array(out)
+def underload_series(trace):
+    """(interval start s, underload) of every 4 ms interval from the first
+    event: the Rust analyzer's (crates/trace/src/stats.rs), through the
+    bindings, so that the figure draws the underload the report counts."""
+    u = np.asarray(trace.underload(), dtype=np.int64)
+    return np.arange(len(u)) * INTERVAL_NS / 1e9, u
 
 
 def draw_freq(fig_spec, out_dir):

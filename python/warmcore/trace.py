@@ -75,6 +75,13 @@ class Trace:
         from switches, wake-ups and migrations: for traces without RQ_SIZE."""
         return self._t.runqueue()
 
+    def underload(self) -> list:
+        """The underload of each 4 ms interval from the first event (Nest,
+        section 5.2), as `warmcore trace stats` and a simulated run's report
+        compute it (their underload per second is this list's sum over the
+        trace's span)."""
+        return self._t.underload()
+
     def links(self) -> pa.RecordBatch:
         """The wake-up and fork links (`warmcore trace chains`), one row per
         link in time order: id, ts, fork, waker, waker_cpu, waker_khz, wakee,

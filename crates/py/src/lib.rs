@@ -222,6 +222,14 @@ impl PyTrace {
         RecordBatch::try_new(schema, cols).expect("columns of equal length").to_pyarrow(py)
     }
 
+    /// The underload of each 4 ms interval from the first event
+    /// (warmcore_trace::stats::underload_series): the analysis behind
+    /// `warmcore trace stats` and a simulated run's report, interval by
+    /// interval.
+    fn underload(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        py.detach(|| warmcore_trace::stats::underload_series(&self.inner)).map_err(trace_err)
+    }
+
     /// The wake-up and fork links (warmcore_trace::chains) as an Arrow record
     /// batch, one row per link in time order: id, ts, fork, waker,
     /// waker_cpu, waker_khz, wakee, target_cpu, cpu, start, khz, end,
@@ -561,6 +569,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim, m)?)?;
     m.add_function(wrap_pyfunction!(chain, m)?)?;
     m.add("EVENT_IDS", builtin_ids(py)?)?;
+    // The length of the intervals of Trace.underload().
+    m.add("UNDERLOAD_INTERVAL_NS", warmcore_trace::stats::INTERVAL_NS)?;
     let _ = PyList::empty(py);
     Ok(())
 }

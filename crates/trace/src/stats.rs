@@ -319,6 +319,9 @@ pub struct Analyzer {
     iv_max_runnable: u64,
     iv_max_over: u64,
     underload: u64,
+    /// Each closed interval's underload, in order, when asked for
+    /// ([`underload_series`]).
+    interval_underload: Option<Vec<u64>>,
     overload: u64,
     intervals: u64,
 
@@ -395,6 +398,7 @@ impl Analyzer {
             iv_max_runnable: 0,
             iv_max_over: 0,
             underload: 0,
+            interval_underload: None,
             overload: 0,
             intervals: 0,
             latency: Histogram::new_with_bounds(1, LATENCY_MAX_NS, 3).expect("valid histogram bounds"),
@@ -409,6 +413,14 @@ impl Analyzer {
             unwoken_ts: 0,
             touched: None,
         }
+    }
+
+    /// Keep each interval's underload, for
+    /// [`Analyzer::finish_with_intervals`]: one number per 4 ms of trace,
+    /// the only memory of the analysis that grows with the trace's length,
+    /// so only when asked.
+    pub fn record_intervals(&mut self) {
+        self.interval_underload = Some(Vec::new());
     }
 
     /// Add events the recorder lost (reported in `lost_events`).
@@ -577,6 +589,9 @@ impl Analyzer {
             if empty > 0 {
                 let under = self.busy_cpus().saturating_sub(self.runnable());
                 self.underload += empty * under;
+                if let Some(v) = &mut self.interval_underload {
+                    v.extend(std::iter::repeat_n(under, empty as usize));
+                }
                 self.overload += empty * self.overload_now();
                 self.intervals += empty;
             }
@@ -599,7 +614,11 @@ impl Analyzer {
     }
 
     fn close_interval(&mut self) {
-        self.underload += self.iv_used.saturating_sub(self.iv_max_runnable);
+        let under = self.iv_used.saturating_sub(self.iv_max_runnable);
+        self.underload += under;
+        if let Some(v) = &mut self.interval_underload {
+            v.push(under);
+        }
         self.overload += self.iv_max_over;
         self.intervals += 1;
     }
@@ -892,7 +911,13 @@ impl Analyzer {
     }
 
     /// Close the analysis at the last event's time.
-    pub fn finish(mut self) -> Stats {
+    pub fn finish(self) -> Stats {
+        self.finish_with_intervals().0
+    }
+
+    /// [`Analyzer::finish`], with each interval's underload when
+    /// [`Analyzer::record_intervals`] asked for them (empty otherwise).
+    pub fn finish_with_intervals(mut self) -> (Stats, Vec<u64>) {
         let ncpu = self.cpus.len();
         let duration_ns = self.first_ts.map(|f| self.last_ts - f).unwrap_or(0);
         if self.first_ts.is_some() {
@@ -935,7 +960,8 @@ impl Analyzer {
                 })
                 .collect()
         });
-        Stats {
+        let intervals = self.interval_underload.take().unwrap_or_default();
+        let stats = Stats {
             events: self.events,
             cpus: ncpu as u32,
             duration_ns,
@@ -956,7 +982,8 @@ impl Analyzer {
                 underload: self.underload,
                 overload: self.overload,
             },
-        }
+        };
+        (stats, intervals)
     }
 }
 
@@ -985,6 +1012,19 @@ pub fn runqueue_series(trace: &Trace) -> Result<Vec<(u32, u64, u32)>> {
         }
     }
     Ok(out)
+}
+
+/// The underload of each [`INTERVAL_NS`] interval from the trace's first
+/// event, as the analysis counts it (the figure of Nest, section 5.2, Figure
+/// 3): its sum is [`Detail::underload`], so the series and
+/// [`Stats::underload_per_s`] never disagree.
+pub fn underload_series(trace: &Trace) -> Result<Vec<u64>> {
+    let mut a = Analyzer::new(&trace.header);
+    a.record_intervals();
+    for e in trace.events(None, Window::ALL) {
+        a.push(&e?);
+    }
+    Ok(a.finish_with_intervals().1)
 }
 
 /// Analyse a whole trace: every event in global time order, and the lost

@@ -8,7 +8,7 @@ use rand::{Rng as _, SeedableRng};
 use std::collections::{HashMap, VecDeque};
 
 use warmcore_trace::event::prev_state::{BLOCKED, RUNNABLE};
-use warmcore_trace::stats::{analyze, Analyzer, Stats, INTERVAL_NS};
+use warmcore_trace::stats::{analyze, underload_series, Analyzer, Stats, INTERVAL_NS};
 use warmcore_trace::*;
 
 /// One state of the machine, in force from `t` until the next event.
@@ -204,21 +204,25 @@ fn generate(ncpu: usize, ntasks: u32, steps: usize, seed: u64) -> Sim {
     s
 }
 
-fn analyse(h: &Header, evs: &[CpuEvent]) -> Stats {
+/// The analysis of `evs`, with each interval's underload.
+fn analyse(h: &Header, evs: &[CpuEvent]) -> (Stats, Vec<u64>) {
     let mut a = Analyzer::new(h);
+    a.record_intervals();
     for e in evs {
         a.push(e);
     }
-    a.finish()
+    a.finish_with_intervals()
 }
 
-/// Underload and overload summed over intervals, by scanning the timeline:
+/// Underload and overload summed over intervals, and each interval's
+/// underload, by scanning the timeline:
 /// an interval [s, e) sees the state in force at s and every state that
 /// starts in it; the last interval ends with the last event. Underload
 /// takes every state, overload only those at the end of an instant (the
 /// last of one timestamp).
-fn interval_sums(tl: &[Snap], first: u64, last: u64) -> (u64, u64, u64) {
+fn interval_sums(tl: &[Snap], first: u64, last: u64) -> (u64, u64, u64, Vec<u64>) {
     let (mut under, mut over, mut n) = (0, 0, 0);
+    let mut per_interval = Vec::new();
     let mut s = first;
     let end_of_instant = |i: usize| i + 1 >= tl.len() || tl[i + 1].t != tl[i].t;
     // tl[0] is the state before the first event; tl[i] for i >= 1 follows an event.
@@ -232,12 +236,13 @@ fn interval_sums(tl: &[Snap], first: u64, last: u64) -> (u64, u64, u64) {
         let used = (0..ncpu).filter(|&c| states.iter().any(|x| x.busy[c])).count() as u64;
         let max_run = states.iter().map(|x| x.runnable).max().unwrap();
         under += used.saturating_sub(max_run);
+        per_interval.push(used.saturating_sub(max_run));
         let ends = std::iter::once(before).chain(inside.iter().copied().filter(|&i| end_of_instant(i)));
         over += ends.map(|i| tl[i].overload).max().unwrap();
         n += 1;
         s = e;
     }
-    (under, over, n)
+    (under, over, n, per_interval)
 }
 
 #[test]
@@ -248,7 +253,7 @@ fn streaming_figures_match_a_brute_force_account() {
         [(2, 8, 20_000, 1), (8, 32, 40_000, 7), (24, 96, 30_000, 99), (4, 3, 20_000, 3), (16, 10, 30_000, 11)]
     {
         let sim = generate(ncpu, ntasks, steps, seed);
-        let s = analyse(&header(ncpu as u32), &sim.out);
+        let (s, per_interval) = analyse(&header(ncpu as u32), &sim.out);
         let o = &sim.o;
         let first = sim.out[0].ev.ts;
         let last = sim.out.last().unwrap().ev.ts;
@@ -261,9 +266,11 @@ fn streaming_figures_match_a_brute_force_account() {
         assert!(o.wc_ns > 0, "the generator should make some violations");
         assert_eq!(s.migrations, o.migrations);
 
-        let (under, over, n) = interval_sums(&o.timeline, first, last);
+        let (under, over, n, brute_per_interval) = interval_sums(&o.timeline, first, last);
         assert_eq!(s.detail.intervals, n);
         assert_eq!(s.detail.underload, under, "underload, {ncpu} CPUs");
+        // The series the figures draw, interval by interval.
+        assert_eq!(per_interval, brute_per_interval, "underload per interval, {ncpu} CPUs");
         assert_eq!(s.detail.overload, over, "overload, {ncpu} CPUs");
         all_under += under;
         all_over += over;
@@ -300,7 +307,7 @@ fn a_written_file_gives_the_same_figures_with_its_own_event_numbers() {
     // number. Compare with that order.
     sim.out.sort_by_key(|e| (e.ev.ts, e.cpu));
     let h = header(ncpu as u32);
-    let want = analyse(&h, &sim.out);
+    let (want, want_intervals) = analyse(&h, &sim.out);
     let dir = tempfile::tempdir().unwrap();
 
     // As written, compressed, with lost events in the summary.
@@ -313,6 +320,8 @@ fn a_written_file_gives_the_same_figures_with_its_own_event_numbers() {
     w.finish().unwrap();
     let got = analyze(&Trace::open(&p).unwrap()).unwrap();
     assert_eq!(got, Stats { lost_events: 11, ..want.clone() });
+    // The file's underload interval by interval (what the figures draw).
+    assert_eq!(underload_series(&Trace::open(&p).unwrap()).unwrap(), want_intervals);
 
     // A file whose table gives every event another id (say, an importer's
     // numbering): the analysis reads the file's own table.
@@ -346,7 +355,7 @@ fn a_file_that_keeps_the_push_order_gives_ties_back_as_they_happened() {
     let ncpu = 6;
     let sim = generate(ncpu, 20, 30_000, 13);
     let h = header(ncpu as u32);
-    let want = analyse(&h, &sim.out);
+    let (want, _) = analyse(&h, &sim.out);
     // The generator makes ties across CPUs in no particular CPU order.
     let by_cpu_differs = sim.out.windows(2).any(|w| w[0].ev.ts == w[1].ev.ts && w[0].cpu > w[1].cpu);
     assert!(by_cpu_differs, "the generator should make ties that CPU order would reorder");
