@@ -4,13 +4,48 @@ the figures of `warmcore reproduce`), under the rules of the Rust side's
 `warmcore_trace::output` (docs/conventions.md, Outputs): never over an input
 (by file identity), a regular file written aside and renamed only on
 success, a link followed, a stream written in place, a directory or a
-missing directory refused."""
+missing directory refused. SIGINT and SIGTERM remove what is being written
+as a failure does (`interruptible`)."""
 
 import contextlib
 import os
 import pathlib
+import signal
 import stat
+import sys
 import tempfile
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM, raised where the command is, so that the outputs
+    being written are removed as on any failure."""
+
+    def __init__(self, sig):
+        super().__init__(sig)
+        self.sig = sig
+
+
+# The outputs an interrupt left as they were (not written).
+_left = []
+
+
+def interruptible(main):
+    """Run `main()` with SIGINT and SIGTERM raising `Interrupted`: an
+    interrupted command says in one line which outputs it left as they were
+    and returns 128 + the signal's number, 130 or 143, as the Rust side does
+    (docs/conventions.md, Exit statuses)."""
+
+    def interrupt(sig, _frame):
+        raise Interrupted(sig)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, interrupt)
+    try:
+        return main()
+    except Interrupted as e:
+        left = f": not written, left as they were: {', '.join(_left)}" if _left else ""
+        print(f"warmcore: interrupted{left}", file=sys.stderr)
+        return 128 + e.sig
 
 
 def _identity(p):
@@ -56,7 +91,9 @@ def replacing(path, inputs=()):
     try:
         yield pathlib.Path(tmp)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, Interrupted):
+            _left.append(str(path))
         raise

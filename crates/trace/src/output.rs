@@ -154,6 +154,15 @@ impl Output {
         &self.name
     }
 
+    /// The temporary file being written, renamed over the output on commit;
+    /// None for a stream, written in place.
+    pub fn temp(&self) -> Option<&Path> {
+        match self.kind.as_ref()? {
+            Kind::Temp(t) => Some(t.path()),
+            Kind::Stream(_) => None,
+        }
+    }
+
     /// The writing succeeded: put the file in place.
     pub fn commit(mut self) -> Result<()> {
         match self.kind.take().expect("committed once") {
@@ -163,13 +172,13 @@ impl Output {
                 let r = t
                     .as_file()
                     .sync_data()
-                    .map_err(|e| TraceError::io(&self.name, e))
-                    .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error)));
+                    .map_err(|e| TraceError::io(&self.name, e).writing())
+                    .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error).writing()));
                 // Only now: an interrupt before the rename still removes it.
                 pending().retain(|(p, _)| *p != tmp);
                 r?;
             }
-            Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e))?,
+            Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e).writing())?,
         }
         Ok(())
     }
@@ -178,7 +187,7 @@ impl Output {
 /// Write `bytes` to `path` under the same rules (small outputs: reports, JSON).
 pub fn write(path: &Path, inputs: &[&Path], bytes: &[u8]) -> Result<()> {
     let out = Output::create(path, inputs)?;
-    out.file()?.write_all(bytes).map_err(|e| TraceError::io(out.name(), e))?;
+    out.file()?.write_all(bytes).map_err(|e| TraceError::io(out.name(), e).writing())?;
     out.commit()
 }
 
