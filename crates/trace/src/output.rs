@@ -197,12 +197,19 @@ mod tests {
 
     use super::write as write_with;
 
+    /// A temporary directory holding the file `name` with `bytes`.
+    fn dir_with(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        (d, p)
+    }
+
     #[test]
     fn a_regular_file_is_replaced_only_on_commit() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("out");
-        std::fs::write(&p, b"old").unwrap();
+        let (d, p) = dir_with("out", b"old");
         let o = Output::create(&p, &[]).unwrap();
+        assert!(o.temp().is_some_and(|t| t.parent() == Some(d.path())), "written beside the output");
         o.file().unwrap().write_all(b"half").unwrap();
         drop(o);
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
@@ -213,9 +220,7 @@ mod tests {
 
     #[test]
     fn an_input_by_any_name_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let input = d.path().join("in");
-        std::fs::write(&input, b"data").unwrap();
+        let (d, input) = dir_with("in", b"data");
         let hard = d.path().join("hard");
         std::fs::hard_link(&input, &hard).unwrap();
         let soft = d.path().join("soft");
@@ -229,9 +234,7 @@ mod tests {
 
     #[test]
     fn links_are_followed_and_kept_directories_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let real = d.path().join("real");
-        std::fs::write(&real, b"old").unwrap();
+        let (d, real) = dir_with("real", b"old");
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         write_with(&link, &[], b"new").unwrap();
@@ -253,5 +256,6 @@ mod tests {
             assert!(full.exists());
         }
         write_with(Path::new("/dev/null"), &[], b"x").unwrap();
+        assert!(Output::create(Path::new("/dev/null"), &[]).unwrap().temp().is_none(), "a stream is written in place");
     }
 }
