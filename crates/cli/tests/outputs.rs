@@ -136,9 +136,9 @@ fn an_export_streams_to_stdout() {
 }
 
 /// SIGINT or SIGTERM at random moments (seeded: every run tries the same)
-/// of each writer (export, import, sim --trace): the output is the previous
-/// file or the whole new one, no temporary file is left, and an interrupted
-/// command says so in its last line and exits 130 or 143.
+/// of each writer (export, import, sim --trace, a sweep's table): the output
+/// is the previous file or the whole new one, no temporary file is left, and
+/// an interrupted command says so in its last line and exits 130 or 143.
 #[test]
 fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
     use std::os::unix::process::ExitStatusExt;
@@ -148,10 +148,17 @@ fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
     assert!(run(&["trace", "synth", "-o", "in.wct", "--events", "300000", "--cpus", "4"]).status.success());
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/perf-configure.txt.zst");
     std::fs::copy(fixture, d.join("perf.txt.zst")).unwrap();
+    // 44 short runs, one at a time.
+    let spec = "machines = \"default\"\nseeds = [1, 2]\nmetrics = [\"makespan_ns\"]\n\
+                [[workloads]]\nname = \"hackbench\"\ngroups = [1, 2]\nloops = 200\n\
+                [[policies]]\nname = \"cfs\"\n\
+                [[policies]]\nname = \"smove\"\ndelay_us = { from = 10, to = 100, step = 10 }\n";
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
     let writers: &[(&[&str], &str)] = &[
         (&["trace", "export", "in.wct", "--parquet", "out.parquet"], "out.parquet"),
         (&["trace", "import", "--from", "perf-script", "perf.txt.zst", "-o", "out.wct"], "out.wct"),
         (&["sim", "--workload", "hackbench:groups=2,loops=300", "--trace", "sim.wct"], "sim.wct"),
+        (&["sweep", "spec.toml", "--out", "sw", "--jobs", "1"], "sw/results.parquet"),
     ];
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
@@ -164,6 +171,10 @@ fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
         for sig in [libc::SIGINT, libc::SIGTERM] {
             for _ in 0..4 {
                 let delay_ms = next() % 250;
+                // Each sweep starts afresh (it would resume the runs done before).
+                let _ = std::fs::remove_dir_all(d.join("sw"));
+                let out_dir = d.join(out).parent().unwrap().to_path_buf();
+                std::fs::create_dir_all(&out_dir).unwrap();
                 std::fs::write(d.join(out), b"old").unwrap();
                 let child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
                     .current_dir(d)
@@ -193,8 +204,10 @@ fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
                     info.status.success() && String::from_utf8_lossy(&info.stdout).contains("status:      complete")
                 };
                 assert!(bytes == b"old" || whole, "{args:?} {sig} after {delay_ms} ms: {} bytes", bytes.len());
-                let names: Vec<String> =
-                    std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+                let names: Vec<String> = std::fs::read_dir(&out_dir)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
                 assert!(names.iter().all(|n| !n.ends_with(".part")), "{args:?} {sig}: {names:?}");
             }
         }
