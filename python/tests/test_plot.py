@@ -110,3 +110,16 @@ def test_an_interrupted_plot_leaves_the_older_picture_or_the_whole_new_one(tmp_p
             data = out.read_bytes()
             assert data == b"old" or (data[:8] == b"\x89PNG\r\n\x1a\n" and data.endswith(b"IEND\xaeB`\x82")), data[:16]
             assert not [x.name for x in tmp_path.iterdir() if ".part" in x.name]
+
+
+def test_a_closed_stdout_ends_plot_as_it_ends_the_other_commands(known_trace, tmp_path):
+    """Standard output closed before the summary line: killed by SIGPIPE (141
+    in a shell), as `warmcore trace info` is, with nothing on stderr and the
+    picture in place (docs/conventions.md, Pipes)."""
+    out = tmp_path / "x.png"
+    for args in (["plot", known_trace, "-o", out], ["trace", "info", known_trace]):
+        p = subprocess.Popen([str(BIN), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=300) == -signal.SIGPIPE and err == b"", (args, p.returncode, err)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

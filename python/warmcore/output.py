@@ -33,13 +33,17 @@ def interruptible(main):
     """Run `main()` with SIGINT and SIGTERM raising `Interrupted`: an
     interrupted command says in one line which outputs it left as they were
     and returns 128 + the signal's number, 130 or 143, as the Rust side does
-    (docs/conventions.md, Exit statuses)."""
+    (docs/conventions.md, Exit statuses). A closed standard output ends it
+    as it ends the Rust side's commands, killed by SIGPIPE (141), where
+    Python would raise BrokenPipeError: the commands print once their files
+    are in place."""
 
     def interrupt(sig, _frame):
         raise Interrupted(sig)
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, interrupt)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         return main()
     except Interrupted as e:
