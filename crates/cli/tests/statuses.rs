@@ -41,6 +41,7 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["trace", "dump", "whole.wct", "--cpu", "9"], USAGE, "no CPU 9"),
         (&["trace", "dump", "whole.wct", "--from", "2ms", "--to", "1ms"], USAGE, "is not before --to"),
         (&["record", "--cpus", "3-1"], USAGE, "bad CPU list"),
+        (&["ftl", "--cpu", "99999", "-o", "f.png"], USAGE, "no CPU 99999"),
         (&["reproduce", "--out", "r", "--only", "x"], USAGE, "--only takes claim ids"),
         // An input file that cannot be read, or is not what it should be.
         (&["trace", "info", "missing.wct"], USAGE, "No such file"),
@@ -58,6 +59,8 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["trace", "synth", "-o", "no-dir/s.wct"], USAGE, "create it first"),
         (&["sim", "--workload", "hackbench", "--trace", "-"], USAGE, "report goes to standard output"),
         (&["sim", "--workload", "hackbench", "--trace", "a-dir"], USAGE, "is a directory"),
+        (&["record", "-o", "a-dir"], USAGE, "is a directory"),
+        (&["ftl", "-o", "no-dir/f.png"], USAGE, "create it first"),
         // The viewer's own checks (Python): a bad view, an output it cannot draw.
         (&["plot", "whole.wct", "--view", "nosuch", "-o", "p.png"], USAGE, "nosuch"),
         (&["plot", "whole.wct", "-o", "p.txt"], USAGE, ".png or .html"),
@@ -75,7 +78,7 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
     // Nothing was written by a refused command.
-    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir"] {
+    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir", "f.png"] {
         assert!(!d.join(f).exists(), "{f} was written");
     }
 }
