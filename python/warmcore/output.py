@@ -86,18 +86,26 @@ def replacing(path, inputs=()):
     parent = target.parent
     if not parent.is_dir():
         raise ValueError(f"{path}: no directory {parent}: create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part" + target.suffix, dir=parent)
-    os.close(fd)
-    # The mode a new file gets (the umask applies), not mkstemp's 0600.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    # SIGINT and SIGTERM wait until the temporary file is made and its
+    # removal on an interrupt (below) in place: none is left behind.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part" + target.suffix, dir=parent)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(fd)
+        # The mode a new file gets (the umask applies), not mkstemp's 0600.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         yield pathlib.Path(tmp)
         os.replace(tmp, target)
     except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        # Still blocked if mkstemp failed.
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if isinstance(e, Interrupted):
             _left.append(str(path))
         raise

@@ -36,9 +36,16 @@ pub struct Output {
 
 /// The temporary files being written, with the outputs they stand for:
 /// what [`abandon_all`] removes when the process is interrupted.
-static PENDING: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+struct Pending {
+    files: Vec<(PathBuf, String)>,
+    /// Set by [`abandon_all`]: no temporary file is made after it, so none
+    /// is left behind by a writer that starts while the process exits.
+    abandoned: bool,
+}
 
-fn pending() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String)>> {
+static PENDING: std::sync::Mutex<Pending> = std::sync::Mutex::new(Pending { files: Vec::new(), abandoned: false });
+
+fn pending() -> std::sync::MutexGuard<'static, Pending> {
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -47,7 +54,9 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String)>> {
 /// their previous content (or stay absent).
 pub fn abandon_all() -> Vec<String> {
     let mut p = pending();
-    p.drain(..)
+    p.abandoned = true;
+    p.files
+        .drain(..)
         .map(|(tmp, name)| {
             let _ = std::fs::remove_file(tmp);
             name
@@ -58,7 +67,7 @@ pub fn abandon_all() -> Vec<String> {
 impl Drop for Output {
     fn drop(&mut self) {
         if let Some(Kind::Temp(t)) = &self.kind {
-            pending().retain(|(p, _)| p != t.path());
+            pending().files.retain(|(p, _)| p != t.path());
         }
     }
 }
@@ -129,6 +138,12 @@ impl Output {
             return Err(TraceError::new(&name, format!("no directory {}: create it first", dir.display())));
         }
         let base = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        // Made and registered under the lock, so that an interrupt either
+        // sees the file and removes it or comes before and no file is made.
+        let mut p = pending();
+        if p.abandoned {
+            return err("not written: the command was interrupted");
+        }
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{base}."))
             .suffix(".part")
@@ -136,7 +151,8 @@ impl Output {
             .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)
             .map_err(|e| TraceError::new(&name, format!("cannot write in {}: {e}", dir.display())))?;
-        pending().push((tmp.path().to_path_buf(), name.clone()));
+        p.files.push((tmp.path().to_path_buf(), name.clone()));
+        drop(p);
         Ok(Output { name, target, kind: Some(Kind::Temp(tmp)) })
     }
 
@@ -175,7 +191,7 @@ impl Output {
                     .map_err(|e| TraceError::io(&self.name, e).writing())
                     .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error).writing()));
                 // Only now: an interrupt before the rename still removes it.
-                pending().retain(|(p, _)| *p != tmp);
+                pending().files.retain(|(p, _)| *p != tmp);
                 r?;
             }
             Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e).writing())?,
