@@ -131,3 +131,37 @@ def test_underload_per_interval_is_the_analyzers(tmp_path):
     w.finish()
     assert _native.UNDERLOAD_INTERVAL_NS == 4 * MS
     assert warmcore.open(path).underload() == [2, 1]
+
+
+def test_writer_follows_the_output_rules(tmp_path):
+    """`warmcore.Writer` writes aside and renames at `finish` (the rules of
+    every output, docs/conventions.md): an unfinished writer leaves the older
+    file whole and no temporary file; a link is followed and kept; a
+    directory or a link to nothing is refused."""
+    import gc
+    import os
+
+    path = tmp_path / "w.wct"
+    path.write_bytes(b"old")
+    w = warmcore.Writer(str(path), 2)
+    w.push(0, 1000, 1, ID["TICK"])
+    assert path.read_bytes() == b"old"
+    del w
+    gc.collect()
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.wct"], "the temporary file is removed"
+    w = warmcore.Writer(str(path), 2)
+    w.push(0, 1000, 1, ID["TICK"])
+    assert w.finish() == 1
+    assert warmcore.open(path).event_count() == 1
+    link = tmp_path / "link.wct"
+    os.symlink("w.wct", link)
+    w = warmcore.Writer(str(link), 1)
+    assert w.finish() == 0
+    assert link.is_symlink() and warmcore.open(path).event_count() == 0
+    os.symlink("nowhere", tmp_path / "dangling")
+    for bad, why in [(tmp_path, "is a directory"), (tmp_path / "dangling", "symbolic link to nothing"),
+                     (tmp_path / "no" / "w.wct", "create it first")]:
+        with pytest.raises(warmcore.TraceError, match=why):
+            warmcore.Writer(str(bad), 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "link.wct", "w.wct"]

@@ -187,7 +187,7 @@ def test_port_in_use_says_so_and_suggests_another(known_trace):
         port = s.getsockname()[1]
         r = subprocess.run([str(BIN), "view", str(known_trace), "--port", str(port)], capture_output=True,
                            text=True, timeout=120)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert f"port {port} on 127.0.0.1 is in use: try --port" in r.stderr and r.stderr.count("\n") == 1
 
 

@@ -342,7 +342,7 @@ def test_bad_input_and_outputs(traces, tmp_path):
     bogus.write_bytes(b"this is not a trace at all, just some text" * 3)
     out = tmp_path / "x.parquet"
     p = run("trace", "export", bogus, "--parquet", out, ok=False)
-    assert p.returncode == 1
+    assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and str(bogus) in lines[0] and "offset 0" in lines[0], p.stderr
     assert not out.exists()
@@ -351,7 +351,7 @@ def test_bad_input_and_outputs(traces, tmp_path):
     cut = tmp_path / "cut.wct"
     cut.write_bytes(data[:30])
     p = run("trace", "export", cut, "--perfetto", tmp_path / "c.pftrace", ok=False)
-    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and str(cut) in p.stderr
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and str(cut) in p.stderr
     # A corrupt chunk: found while exporting; the partial output is removed.
     bad = bytearray(data)
     bad[pad8(24 + struct.unpack("<I", data[16:20])[0]) + 40 + 5] ^= 0xFF
@@ -359,18 +359,18 @@ def test_bad_input_and_outputs(traces, tmp_path):
     corrupt.write_bytes(bytes(bad))
     pf = tmp_path / "corrupt.pftrace"
     p = run("trace", "export", corrupt, "--perfetto", pf, ok=False)
-    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "checksum" in p.stderr and str(corrupt) in p.stderr
     assert not pf.exists()
     # The trace itself as the output: refused, the trace left whole.
     copy = tmp_path / "self.wct"
     copy.write_bytes(data)
     p = run("trace", "export", copy, "--parquet", copy, ok=False)
-    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and str(copy) in p.stderr, p.stderr
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and str(copy) in p.stderr, p.stderr
     assert copy.read_bytes() == data
     # Unwritable outputs: one line naming them.
     for flag, name in (("--perfetto", "t.pftrace"), ("--parquet", "t.parquet")):
         target = tmp_path / "no-such-dir" / name
         p = run("trace", "export", path, flag, target, ok=False)
-        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
         assert str(target) in p.stderr, p.stderr

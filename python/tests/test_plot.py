@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`warmcore plot`, through the Rust CLI that runs the package."""
 
+import random
 import shutil
+import signal
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -47,17 +50,17 @@ def test_bad_inputs_give_one_line(known_trace, tmp_path):
     bad = tmp_path / "bad.wct"
     bad.write_bytes(b"\0" * 100)
     r = run("plot", bad, "-o", tmp_path / "x.png")
-    assert r.returncode == 1 and r.stderr.count("\n") == 1 and str(bad) in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(bad) in r.stderr
     r = run("plot", known_trace, "--view", "nope", "-o", tmp_path / "x.png")
-    assert r.returncode == 1 and "no such view" in r.stderr and r.stderr.count("\n") == 1
+    assert r.returncode == 2 and "no such view" in r.stderr and r.stderr.count("\n") == 1
     r = run("plot", known_trace, "-o", tmp_path / "x.jpg")
-    assert r.returncode == 1 and "expected an output ending in .png or .html" in r.stderr
+    assert r.returncode == 2 and "expected an output ending in .png or .html" in r.stderr
     r = run("plot", known_trace, "--from", "5ms", "--to", "1ms", "-o", tmp_path / "x.png")
-    assert r.returncode == 1 and "is not before" in r.stderr
+    assert r.returncode == 2 and "is not before" in r.stderr
     v = tmp_path / "evil.toml"
     v.write_text('name = "e"\nshape = "marks"\n[[category]]\nlabel = "x"\nquery = "__import__(\'os\').system(\'touch pwned\')"\n')
     r = run("plot", known_trace, "--view", v, "-o", tmp_path / "x.png", cwd=tmp_path)
-    assert r.returncode == 1 and f"{v}:5: category 'x' query" in r.stderr and "function call" in r.stderr
+    assert r.returncode == 2 and f"{v}:5: category 'x' query" in r.stderr and "function call" in r.stderr
     assert not (tmp_path / "pwned").exists()
 
 
@@ -67,7 +70,7 @@ def test_empty_trace_says_so(tmp_path):
     p = tmp_path / "empty.wct"
     warmcore.Writer(str(p), 2).finish()
     r = run("plot", p, "-o", tmp_path / "x.png")
-    assert r.returncode == 1 and r.stderr == f"warmcore: {p}: the trace has no events: nothing to plot\n"
+    assert r.returncode == 2 and r.stderr == f"warmcore: {p}: the trace has no events: nothing to plot\n"
 
 
 def test_missing_venv_says_run_make_build(tmp_path, known_trace):
@@ -79,3 +82,44 @@ def test_missing_venv_says_run_make_build(tmp_path, known_trace):
                        cwd=tmp_path, env=env)
     assert r.returncode == 1
     assert r.stderr.strip().endswith("run `make build`") and r.stderr.count("\n") == 1
+
+
+def test_an_interrupted_plot_leaves_the_older_picture_or_the_whole_new_one(tmp_path):
+    """SIGINT or SIGTERM at random moments (seeded: every run tries the same)
+    of `warmcore plot`: the picture is the older one or the whole new one, no
+    temporary file is left, and a plot interrupted while it draws says so in
+    its last line and exits 130 or 143 (docs/conventions.md)."""
+    t = tmp_path / "t.wct"
+    r = run("trace", "synth", "-o", t, "--events", "300000", "--cpus", "8")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "p.png"
+    rng = random.Random(33)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        for _ in range(2):
+            out.write_bytes(b"old")
+            p = subprocess.Popen([str(BIN), "plot", str(t), "-o", str(out)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+            time.sleep(rng.uniform(0, 3))
+            p.send_signal(sig)
+            _, err = p.communicate(timeout=300)
+            # Done before the signal, interrupted, or killed before Python
+            # set its handler.
+            assert p.returncode in (0, 128 + sig, -sig), (p.returncode, err)
+            if p.returncode == 128 + sig:
+                assert err.strip().splitlines()[-1].startswith("warmcore: interrupted"), err
+            data = out.read_bytes()
+            assert data == b"old" or (data[:8] == b"\x89PNG\r\n\x1a\n" and data.endswith(b"IEND\xaeB`\x82")), data[:16]
+            assert not [x.name for x in tmp_path.iterdir() if ".part" in x.name]
+
+
+def test_a_closed_stdout_ends_plot_as_it_ends_the_other_commands(known_trace, tmp_path):
+    """Standard output closed before the summary line: killed by SIGPIPE (141
+    in a shell), as `warmcore trace info` is, with nothing on stderr and the
+    picture in place (docs/conventions.md, Pipes)."""
+    out = tmp_path / "x.png"
+    for args in (["plot", known_trace, "-o", out], ["trace", "info", known_trace]):
+        p = subprocess.Popen([str(BIN), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=300) == -signal.SIGPIPE and err == b"", (args, p.returncode, err)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -4,6 +4,7 @@ figures, and claims 1 and 2 (Fewer Cores, More Hertz, sections 2 and 4)."""
 
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -98,6 +99,36 @@ def test_figures_decode(quick):
         assert img.format == "PNG" and img.width > 300 and img.height > 200
         # Not blank: more than a handful of colours.
         assert len(np.unique(np.asarray(img.convert("RGB")).reshape(-1, 3), axis=0)) > 10
+
+
+def test_figures_follow_the_output_rules(quick, tmp_path, monkeypatch):
+    """Each picture is written aside and renamed (warmcore.output): a drawing
+    that fails keeps the older picture whole, leaves no temporary file and
+    exits 1; a picture's name that is a directory is refused, exit 2."""
+    import matplotlib.figure
+
+    from warmcore import figures
+
+    out = tmp_path / "r"
+    shutil.copytree(quick[0], out)
+    first = out / json.loads((out / "figures.json").read_text())[0]["file"]
+    first.write_bytes(b"old")
+
+    def full(self, *a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    assert figures.main([str(out)]) == 1
+    assert first.read_bytes() == b"old"
+    assert not [p.name for p in out.iterdir() if ".part" in p.name]
+    monkeypatch.undo()
+    first.unlink()
+    first.mkdir()
+    assert figures.main([str(out)]) == 2
+    assert first.is_dir() and not any(first.iterdir())
+    first.rmdir()
+    assert figures.main([str(out)]) == 0
+    assert first.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_claim1_cfs_runs_fork_wait_chains_at_low_frequency(quick):

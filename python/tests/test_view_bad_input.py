@@ -24,6 +24,6 @@ def test_a_missing_or_foreign_file_is_an_error_before_serving(tmp_path, capsys, 
     bad = tmp_path / "random.wct"
     bad.write_bytes(bytes(range(256)) * 4)
     for path in [tmp_path / "missing.wct", bad]:
-        assert server.serve(str(path), _free_port()) == 1
+        assert server.serve(str(path), _free_port()) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and str(path) in err, err

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 import warmcore  # noqa: E402
 from warmcore._native import UNDERLOAD_INTERVAL_NS as INTERVAL_NS  # noqa: E402
+from warmcore import output, status  # noqa: E402
 
 WINDOW_S = 0.3  # the span of Nest Figure 3 (Nest, section 5.2)
 
@@ -72,7 +73,7 @@ def draw_freq(fig_spec, out_dir):
     if sc is not None:
         fig.colorbar(sc, ax=axes[:, 0].tolist(), label="frequency (GHz)")
     fig.suptitle(fig_spec["title"], fontsize=11)
-    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    save(fig, out_dir / fig_spec["file"], out_dir)
     plt.close(fig)
 
 
@@ -92,8 +93,17 @@ def draw_underload(fig_spec, out_dir):
     axes[-1, 0].set_xlim(0, WINDOW_S)
     fig.suptitle(fig_spec["title"] + f", first {WINDOW_S} s", fontsize=11)
     fig.tight_layout()
-    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    save(fig, out_dir / fig_spec["file"], out_dir)
     plt.close(fig)
+
+
+def save(fig, path, out_dir):
+    """A figure as PNG, under the rules of every output (warmcore.output): never
+    over one of the figures' inputs, written aside and renamed, so that a
+    failure or an interrupt leaves an older picture whole."""
+    inputs = [out_dir / "figures.json", out_dir / "runs.json"]
+    with output.replacing(path, inputs) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
 
 
 def improvement(base, x, lower_is_better):
@@ -135,7 +145,7 @@ def draw_speedup(fig_spec, runs, out_dir):
     ax.legend(fontsize=7, ncol=min(4, len(labels)))
     ax.set_title(fig_spec["title"], fontsize=10)
     fig.tight_layout()
-    fig.savefig(out_dir / fig_spec["file"], dpi=110)
+    save(fig, out_dir / fig_spec["file"], out_dir)
     plt.close(fig)
 
 
@@ -161,15 +171,15 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m warmcore.figures DIR (the output directory of warmcore reproduce)", file=sys.stderr)
-        return 2
+        return status.USAGE
     try:
         for p in draw_all(argv[0]):
             print(f"wrote {p}")
     except (OSError, ValueError, KeyError, warmcore.TraceError) as e:
         print(f"warmcore.figures: {e}", file=sys.stderr)
-        return 1
+        return status.of(e)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(output.interruptible(main))

@@ -4,13 +4,52 @@ the figures of `warmcore reproduce`), under the rules of the Rust side's
 `warmcore_trace::output` (docs/conventions.md, Outputs): never over an input
 (by file identity), a regular file written aside and renamed only on
 success, a link followed, a stream written in place, a directory or a
-missing directory refused."""
+missing directory refused. SIGINT and SIGTERM remove what is being written
+as a failure does (`interruptible`)."""
 
 import contextlib
 import os
 import pathlib
+import signal
 import stat
+import sys
 import tempfile
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM, raised where the command is, so that the outputs
+    being written are removed as on any failure."""
+
+    def __init__(self, sig):
+        super().__init__(sig)
+        self.sig = sig
+
+
+# The outputs an interrupt left as they were (not written).
+_left = []
+
+
+def interruptible(main):
+    """Run `main()` with SIGINT and SIGTERM raising `Interrupted`: an
+    interrupted command says in one line which outputs it left as they were
+    and returns 128 + the signal's number, 130 or 143, as the Rust side does
+    (docs/conventions.md, Exit statuses). A closed standard output ends it
+    as it ends the Rust side's commands, killed by SIGPIPE (141), where
+    Python would raise BrokenPipeError: the commands print once their files
+    are in place."""
+
+    def interrupt(sig, _frame):
+        raise Interrupted(sig)
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, interrupt)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return main()
+    except Interrupted as e:
+        left = f": not written, left as they were: {', '.join(_left)}" if _left else ""
+        print(f"warmcore: interrupted{left}", file=sys.stderr)
+        return 128 + e.sig
 
 
 def _identity(p):
@@ -47,16 +86,26 @@ def replacing(path, inputs=()):
     parent = target.parent
     if not parent.is_dir():
         raise ValueError(f"{path}: no directory {parent}: create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part" + target.suffix, dir=parent)
-    os.close(fd)
-    # The mode a new file gets (the umask applies), not mkstemp's 0600.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    # SIGINT and SIGTERM wait until the temporary file is made and its
+    # removal on an interrupt (below) in place: none is left behind.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part" + target.suffix, dir=parent)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(fd)
+        # The mode a new file gets (the umask applies), not mkstemp's 0600.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         yield pathlib.Path(tmp)
         os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        # Still blocked if mkstemp failed.
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if isinstance(e, Interrupted):
+            _left.append(str(path))
         raise

@@ -27,7 +27,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import chains, lod, render, views
+from . import chains, lod, render, status, views
 from .trace import Trace
 
 # Largest trace whose run-queue sizes the page derives (see Model).
@@ -607,18 +607,18 @@ def _suggest(port: int) -> Optional[int]:
 def serve(path: str, port: int, view: str = "freq") -> int:
     if not 1 <= port <= 65535:
         print(f"warmcore: port {port}: expected 1-65535", file=sys.stderr)
-        return 1
+        return status.USAGE
     if not _port_free(port):
         alt = _suggest(port)
         hint = f": try --port {alt}" if alt else ": choose another with --port"
         print(f"warmcore: port {port} on 127.0.0.1 is in use{hint}", file=sys.stderr)
-        return 1
+        return status.USAGE
     views.load(view)  # a bad view file fails here, before the server starts
     model = Model(path, view)
     if model.error:
         # A file it cannot open ends the command before a server starts.
         print(f"warmcore: {model.error}", file=sys.stderr)
-        return 1
+        return status.USAGE
     # Compute the first view before the URL is printed, so that the first
     # picture only costs a raster.
     model.warm_up()
@@ -633,7 +633,7 @@ def serve(path: str, port: int, view: str = "freq") -> int:
     except OSError as e:
         alt = _suggest(port)
         print(f"warmcore: port {port} on 127.0.0.1: {e.strerror}{f': try --port {alt}' if alt else ''}", file=sys.stderr)
-        return 1
+        return status.of(e)
     _trim_resources(server)
     server.start()
     print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)

@@ -22,7 +22,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from warmcore import output  # noqa: E402
+from warmcore import output, status  # noqa: E402
+
+
+
+def refused(msg: str) -> SystemExit:
+    """The one line of a usage error (a results file or column that is not
+    there) and its status (docs/conventions.md, Exit statuses)."""
+    print(f"warmcore: {msg}", file=sys.stderr)
+    return SystemExit(status.USAGE)
+
 
 # Spelled-out forms that repeat an axis of their own (workload = name + parameters).
 DERIVED = {"workload_name", "policy_name"}
@@ -33,10 +42,10 @@ def load(path: pathlib.Path) -> tuple[pl.DataFrame, list[str]]:
     file's metadata: every other column describes or measures a run)."""
     f = path / "results.parquet" if path.is_dir() else path
     if not f.is_file():
-        raise SystemExit(f"warmcore: no results at {f}: give the --out directory of warmcore sweep")
+        raise refused(f"no results at {f}: give the --out directory of warmcore sweep")
     meta = pq.read_schema(f).metadata or {}
     if b"warmcore.axes" not in meta:
-        raise SystemExit(f"warmcore: {f} does not say which columns are axes: run warmcore sweep again on its directory to rewrite it")
+        raise refused(f"{f} does not say which columns are axes: run warmcore sweep again on its directory to rewrite it")
     return pl.read_parquet(f), json.loads(meta[b"warmcore.axes"])
 
 
@@ -67,13 +76,13 @@ def panels(df: pl.DataFrame, axes: list[str], x: str, by: str | None) -> list[st
 def draw(df: pl.DataFrame, axes: list[str], x: str, y: str, by: str | None, heat: bool, out: pathlib.Path) -> int:
     for c in (x, y, by):
         if c is not None and c not in df.columns:
-            raise SystemExit(f"warmcore: results.parquet has no column '{c}'; columns: {', '.join(df.columns)}")
+            raise refused(f"results.parquet has no column '{c}'; columns: {', '.join(df.columns)}")
     if not df[y].dtype.is_numeric():
-        raise SystemExit(f"warmcore: --y {y} is not a number column")
+        raise refused(f"--y {y} is not a number column")
     # Runs without the x axis (a policy that lacks the parameter) have no place on it.
     df = df.filter(pl.col(x).is_not_null())
     if df.height == 0:
-        raise SystemExit(f"warmcore: no finished run has a value for {x}")
+        raise refused(f"no finished run has a value for {x}")
     facets = panels(df, axes, x, by)
     groups = df.partition_by(facets, as_dict=True, maintain_order=True) if facets else {(): df}
     n = len(groups)
@@ -137,15 +146,15 @@ def main(argv=None):
     a = ap.parse_args(argv)
     df, axes = load(a.dir)
     if df.height == 0:
-        raise SystemExit(f"warmcore: {a.dir} has no finished runs yet")
+        raise refused(f"{a.dir} has no finished runs yet")
     base = a.dir if a.dir.is_dir() else a.dir.parent
     out = a.output or base / f"{a.y}-by-{a.x}.png".replace("/", "_")
     try:
         n = draw(df, axes, a.x, a.y, a.by, a.heat, out)
     except ValueError as e:
-        raise SystemExit(f"warmcore: {e}")
+        raise refused(f"{e}")
     print(f"{out} ({n} panel{'s' if n != 1 else ''})")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(output.interruptible(main))

@@ -29,20 +29,20 @@ def main(argv=None) -> int:
     s.add_argument("--no-browser", action="store_true", help="accepted for compatibility; no browser is opened")
     a = ap.parse_args(argv)
     from .views import ViewError
+    from . import output, status
     import warmcore
 
     try:
         if a.cmd == "plot":
             from .plot import plot
 
-            print(plot(a.file, a.view, a.start, a.end, a.output, a.width))
-            return 0
+            return output.interruptible(lambda: print(plot(a.file, a.view, a.start, a.end, a.output, a.width)) or 0)
         from .server import serve
 
         return serve(a.file, a.port, a.view)
     except (warmcore.TraceError, ViewError, ValueError, OSError) as e:
         print(f"warmcore: {e}", file=sys.stderr)
-        return 1
+        return status.of(e)
 
 
 if __name__ == "__main__":

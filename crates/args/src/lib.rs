@@ -15,6 +15,11 @@
 //! Times are a number with an optional unit, `ns`, `us`, `ms` or `s`; a bare
 //! number is seconds, in every option (`--run-for 2`, `--from 1.5`). Counts
 //! are whole decimal numbers.
+//!
+//! A value refused after parsing (a name, a file, a value inside a spec) is a
+//! [`UsageError`]: like the parser's refusals it exits with
+//! [`status::USAGE`], where a failure of the work exits with
+//! [`status::FAILURE`] (docs/conventions.md, Exit statuses).
 
 use std::time::Duration;
 
@@ -152,6 +157,39 @@ where
     assert!(min <= max && T::try_from(max).is_ok(), "count range {min}..={max} does not fit the option's type");
     move |s| parse_count(s, min, max).map(|v| T::try_from(v).ok().expect("checked in range"))
 }
+
+/// The exit statuses of `warmcore` (docs/conventions.md, Exit statuses).
+pub mod status {
+    /// The work failed (a write, a run, a dependency).
+    pub const FAILURE: i32 = 1;
+    /// The command was given a bad option, name, value or file.
+    pub const USAGE: i32 = 2;
+    /// Killed by a signal: 128 and its number, as a shell reports it.
+    pub fn signal(sig: i32) -> i32 {
+        128 + sig
+    }
+}
+
+/// What a command refuses to start on: a bad option, name, value or file
+/// (an unreadable or malformed input, an output it may not write). It exits
+/// with [`status::USAGE`], where a failure of the work exits with
+/// [`status::FAILURE`]; the message is one line saying what to do.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl UsageError {
+    pub fn new(msg: impl std::fmt::Display) -> UsageError {
+        UsageError(msg.to_string())
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 #[cfg(test)]
 mod tests {

@@ -43,7 +43,7 @@ pub fn run(a: FieldArgs) -> Result<()> {
         Some(f) => Plan::load_with(f, &a.set),
         None => Plan::parse("workloads/sweeps/field.toml (built in)", FIELD_SPEC, &a.set),
     }
-    .map_err(anyhow::Error::msg)?;
+    .map_err(warmcore_args::UsageError::new)?;
     crate::sweep::run_plan(&plan, &a.out, &Engine::Local { jobs: a.jobs }, a.retry_failed, a.force, false)?;
     crate::view::run_python("warmcore.field", vec![crate::view::path_arg(&a.out)])
 }

@@ -7,6 +7,7 @@ mod field;
 mod record;
 mod reproduce;
 mod sched;
+mod signals;
 mod sim;
 mod sweep;
 mod time;
@@ -120,7 +121,7 @@ fn parse_args() -> Cli {
         Some(tip) => eprintln!("warmcore: {what}; {tip} (see `{command} --help`)"),
         None => eprintln!("warmcore: {what} (see `{command} --help`)"),
     }
-    std::process::exit(2);
+    std::process::exit(warmcore_args::status::USAGE);
 }
 
 fn main() {
@@ -139,14 +140,14 @@ fn main() {
     // and one line says so. The sweep keeps finished runs (its own handler);
     // the recorder, the scheduler and the VM stop in their own way.
     if matches!(cli.cmd, Cmd::Trace(_) | Cmd::Sim(_) | Cmd::Compare(_) | Cmd::Reproduce(_)) {
-        let _ = ctrlc::set_handler(|| {
+        signals::on_interrupt(|sig| {
             let left = warmcore_trace::output::abandon_all();
             if left.is_empty() {
                 eprintln!("warmcore: interrupted");
             } else {
                 eprintln!("warmcore: interrupted: not written, left as they were: {}", left.join(", "));
             }
-            std::process::exit(130);
+            signals::exit(sig);
         });
     }
     let r = match cli.cmd {
@@ -166,6 +167,26 @@ fn main() {
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.
         eprintln!("warmcore: {e:#}");
-        std::process::exit(1);
+        std::process::exit(status(&e));
+    }
+}
+
+/// The exit status of every command's error, decided here for all of them
+/// (docs/conventions.md, Exit statuses): 2 when the command refused what it
+/// was given (a bad option, name, value or file), 1 when the work failed.
+fn status(e: &anyhow::Error) -> i32 {
+    use warmcore_args::{status, UsageError};
+    use warmcore_sim::SimError;
+    let usage = e.chain().any(|c| {
+        c.is::<UsageError>()
+            || matches!(c.downcast_ref::<SimError>(), Some(SimError::Input(_)))
+            // A file that cannot be read, is not what it should be, or may
+            // not be written; not a write that failed.
+            || c.downcast_ref::<warmcore_trace::TraceError>().is_some_and(|t| !t.writing)
+    });
+    if usage {
+        status::USAGE
+    } else {
+        status::FAILURE
     }
 }

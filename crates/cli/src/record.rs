@@ -100,13 +100,17 @@ pub fn run(a: RecordArgs) -> Result<()> {
             r.out.display(),
             r.events
         ),
-        StopReason::Interrupted => eprintln!("warmcore record: interrupted: the trace is complete up to the interrupt"),
+        StopReason::Interrupted(_) => eprintln!("warmcore record: interrupted: the trace is complete up to the interrupt"),
         _ => {}
     }
     if let Some(st) = r.command_status {
         if !st.success() {
             eprintln!("warmcore record: the command exited with {st}");
         }
+    }
+    // Interrupted by a signal: its status, once the trace is in place.
+    if let StopReason::Interrupted(sig @ 1..) = r.reason {
+        crate::signals::exit(sig);
     }
     Ok(())
 }

@@ -40,7 +40,10 @@ fn parse_only(s: &str) -> Result<Vec<u32>> {
     s.split(',')
         .map(str::trim)
         .filter(|x| !x.is_empty())
-        .map(|x| x.parse::<u32>().map_err(|_| anyhow::anyhow!("--only takes claim ids separated by commas (e.g. 1,2), not '{x}'")))
+        .map(|x| {
+            x.parse::<u32>()
+                .map_err(|_| warmcore_args::UsageError::new(format!("--only takes claim ids separated by commas (e.g. 1,2), not '{x}'")).into())
+        })
         .collect()
 }
 

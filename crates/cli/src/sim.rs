@@ -120,7 +120,7 @@ fn ms(ns: f64) -> String {
 
 pub fn sim(a: SimArgs) -> Result<()> {
     if a.trace.as_deref().is_some_and(warmcore_trace::output::is_stdout) {
-        bail!("--trace: the report goes to standard output: give a file, a pipe or /dev/null");
+        bail!(warmcore_args::UsageError::new("--trace: the report goes to standard output: give a file, a pipe or /dev/null"));
     }
     replayed_trace(&a.workload)?;
     let mut cfg = RunConfig::new(&a.machine, &a.workload, &a.policy, &a.governor, a.seed);
@@ -221,7 +221,7 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let policies = split_policies(&a.policies);
     let policies: Vec<&str> = policies.iter().map(String::as_str).collect();
     if policies.is_empty() {
-        bail!("--policies needs at least one policy name");
+        bail!(warmcore_args::UsageError::new("--policies needs at least one policy name"));
     }
     let mut rows = Vec::new();
     let mut metric = String::new();

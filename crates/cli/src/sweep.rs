@@ -52,7 +52,7 @@ pub fn engine(ray: Option<&str>, jobs: usize, wheel: Option<PathBuf>) -> Result<
         None => Engine::Local { jobs },
         Some(a) => {
             if a.is_empty() {
-                bail!("--ray takes `auto` or a cluster's HOST:PORT");
+                bail!(warmcore_args::UsageError::new("--ray takes `auto` or a cluster's HOST:PORT"));
             }
             let python = crate::view::python()?;
             let address = (a != "auto").then(|| a.to_string());
@@ -61,15 +61,15 @@ pub fn engine(ray: Option<&str>, jobs: usize, wheel: Option<PathBuf>) -> Result<
     })
 }
 
-/// Stops a sweep cleanly at Ctrl-C: finished runs are kept.
+/// Stops a sweep cleanly at Ctrl-C or SIGTERM: finished runs are kept. A
+/// second one ends the process at once: the journal still holds every
+/// finished run.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
-    // Without a handler (another one is set), Ctrl-C ends the process: the
-    // journal still holds every finished run.
-    let _ = ctrlc::set_handler(move || {
+    crate::signals::on_interrupt(move |sig| {
         if s.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
+            crate::signals::exit(sig);
         }
         eprintln!("sweep: stopping; finished runs are kept (Ctrl-C again to quit now)");
     });
@@ -77,7 +77,7 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 pub fn run(a: SweepArgs) -> Result<()> {
-    let plan = Plan::load_with(&a.spec, &a.set).map_err(anyhow::Error::msg)?;
+    let plan = Plan::load_with(&a.spec, &a.set).map_err(warmcore_args::UsageError::new)?;
     let engine = engine(a.ray.as_deref(), a.jobs, a.ray_wheel.clone())?;
     run_plan(&plan, &a.out, &engine, a.retry_failed, a.force, true)
 }
@@ -87,7 +87,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
 /// with `warmcore field`, which ranks per workload instead).
 pub fn run_plan(plan: &Plan, out: &Path, engine: &Engine, retry_failed: bool, force: bool, means: bool) -> Result<()> {
     let stop = interrupt_flag();
-    let s = sweep(plan, out, engine, retry_failed, force, &stop).map_err(anyhow::Error::msg)?;
+    let s = sweep(plan, out, engine, retry_failed, force, &stop).map_err(|e| anyhow::anyhow!(e))?;
     let results = out.join("results.parquet");
     // The means by policy: the first metrics, as many as fit a line.
     let shown: Vec<&String> = plan.metrics.iter().take(4).collect();
@@ -127,7 +127,7 @@ pub fn run_plan(plan: &Plan, out: &Path, engine: &Engine, retry_failed: bool, fo
             s.resumed + s.ran,
             s.total
         );
-        std::process::exit(130);
+        crate::signals::exit(crate::signals::caught().unwrap_or(signal_hook::consts::SIGINT));
     }
     if s.failed > 0 {
         bail!("{} run(s) failed: their errors are in the error column of {}", s.failed, results.display());

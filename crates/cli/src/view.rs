@@ -138,9 +138,11 @@ pub fn plot(a: PlotArgs) -> Result<()> {
         return plot_sweep(s);
     }
     let (Some(file), Some(output)) = (a.file, a.output) else {
-        bail!("warmcore plot takes a trace and -o OUT.png, or `sweep DIR --x AXIS --y METRIC` (see `warmcore plot --help`)");
+        bail!(warmcore_args::UsageError::new(
+            "warmcore plot takes a trace and -o OUT.png, or `sweep DIR --x AXIS --y METRIC` (see `warmcore plot --help`)"
+        ));
     };
-    warmcore_args::window(a.from, a.to).map_err(anyhow::Error::msg)?;
+    warmcore_args::window(a.from, a.to).map_err(warmcore_args::UsageError::new)?;
     crate::trace::open(&file)?;
     let mut args = vec!["plot".into(), path_arg(&file), "--view".into(), a.view, "-o".into(), path_arg(&output)];
     if let Some(f) = a.from {

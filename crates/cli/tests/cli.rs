@@ -60,7 +60,7 @@ fn every_subcommand_has_help() {
 }
 
 #[test]
-fn bad_files_give_one_line_and_exit_1() {
+fn bad_files_give_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let foreign = dir.path().join("notes.txt");
     std::fs::write(&foreign, "these are not events\n").unwrap();
@@ -70,7 +70,7 @@ fn bad_files_give_one_line_and_exit_1() {
         (dir.path().to_str().unwrap(), "not a regular file"),
     ] {
         let o = warmcore(&["trace", "info", path]);
-        assert_eq!(o.status.code(), Some(1), "{path}");
+        assert_eq!(o.status.code(), Some(2), "{path}");
         let e = stderr(&o);
         assert_eq!(e.lines().count(), 1, "{e}");
         assert!(e.contains(want) && e.contains(path), "{e}");
@@ -91,7 +91,7 @@ fn dump_filters_and_names_bad_arguments() {
         assert!(secs < 0.005, "{line}");
     }
     let o = warmcore(&["trace", "dump", f, "--cpu", "4"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no CPU 4"));
     let o = warmcore(&["trace", "dump", f, "--event", "NOPE"]);
     assert!(stderr(&o).contains("no event named \"NOPE\""));
@@ -119,11 +119,11 @@ fn trace_lod_builds_keeps_and_rebuilds_the_summary() {
     let o = warmcore(&["trace", "lod", f]);
     assert!(out(&o).contains("built") && out(&o).contains("truncated"), "{}", out(&o));
     assert_eq!(std::fs::read(&lod).unwrap().len(), bytes.len());
-    // Not a trace: one line, exit 1.
+    // Not a trace: one line, exit 2.
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, "not events\n").unwrap();
     let o = warmcore(&["trace", "lod", notes.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(!dir.path().join("notes.txt.lod").exists());
 }

@@ -15,6 +15,8 @@ mod outputs;
 mod sched;
 #[path = "stands_alone.rs"]
 mod stands_alone;
+#[path = "statuses.rs"]
+mod statuses;
 #[path = "trace_chains.rs"]
 mod trace_chains;
 #[path = "trace_stats.rs"]

@@ -131,13 +131,14 @@ fn an_export_streams_to_stdout() {
     assert!(o.stdout.starts_with(b"PAR1"), "not a parquet file on stdout");
     assert!(String::from_utf8_lossy(&o.stderr).contains("rows"));
     let o = run(&["sim", "--workload", "hackbench", "--trace", "-"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("report goes to standard output"));
 }
 
-/// SIGINT at several moments of each writer (export, import, sim --trace):
-/// the output is the previous file or the whole new one, and no temporary
-/// file is left. (The moments vary; the check holds at each.)
+/// SIGINT or SIGTERM at random moments (seeded: every run tries the same)
+/// of each writer (export, import, sim --trace, a sweep's table): the output
+/// is the previous file or the whole new one, no temporary file is left, and
+/// an interrupted command says so in its last line and exits 130 or 143.
 #[test]
 fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
     use std::os::unix::process::ExitStatusExt;
@@ -147,42 +148,113 @@ fn an_interrupted_writer_leaves_the_previous_file_or_the_whole_new_one() {
     assert!(run(&["trace", "synth", "-o", "in.wct", "--events", "300000", "--cpus", "4"]).status.success());
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/perf-configure.txt.zst");
     std::fs::copy(fixture, d.join("perf.txt.zst")).unwrap();
+    // 44 short runs, one at a time.
+    let spec = "machines = \"default\"\nseeds = [1, 2]\nmetrics = [\"makespan_ns\"]\n\
+                [[workloads]]\nname = \"hackbench\"\ngroups = [1, 2]\nloops = 200\n\
+                [[policies]]\nname = \"cfs\"\n\
+                [[policies]]\nname = \"smove\"\ndelay_us = { from = 10, to = 100, step = 10 }\n";
+    std::fs::write(d.join("spec.toml"), spec).unwrap();
     let writers: &[(&[&str], &str)] = &[
         (&["trace", "export", "in.wct", "--parquet", "out.parquet"], "out.parquet"),
         (&["trace", "import", "--from", "perf-script", "perf.txt.zst", "-o", "out.wct"], "out.wct"),
         (&["sim", "--workload", "hackbench:groups=2,loops=300", "--trace", "sim.wct"], "sim.wct"),
+        (&["sweep", "spec.toml", "--out", "sw", "--jobs", "1"], "sw/results.parquet"),
     ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
     for (args, out) in writers {
-        for delay_ms in [0, 5, 20, 60, 200] {
-            std::fs::write(d.join(out), b"old").unwrap();
-            let child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
-                .current_dir(d)
-                .args(*args)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-            // SAFETY: signalling the child this test started.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            let o = child.wait_with_output().unwrap();
-            let e = String::from_utf8_lossy(&o.stderr);
-            let code = (o.status.code(), o.status.signal());
-            assert!(matches!(code, (Some(0 | 130), _) | (None, Some(libc::SIGINT))), "{args:?}: {code:?}: {e}");
-            if code.0 == Some(130) {
-                assert!(e.trim_end().lines().last().unwrap_or("").contains("interrupted"), "{args:?}: {e}");
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            for _ in 0..4 {
+                let delay_ms = next() % 250;
+                // Each sweep starts afresh (it would resume the runs done before).
+                let _ = std::fs::remove_dir_all(d.join("sw"));
+                let out_dir = d.join(out).parent().unwrap().to_path_buf();
+                std::fs::create_dir_all(&out_dir).unwrap();
+                std::fs::write(d.join(out), b"old").unwrap();
+                let child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+                    .current_dir(d)
+                    .args(*args)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                // SAFETY: signalling the child this test started.
+                unsafe { libc::kill(child.id() as i32, sig) };
+                let o = child.wait_with_output().unwrap();
+                let e = String::from_utf8_lossy(&o.stderr);
+                let code = (o.status.code(), o.status.signal());
+                // Done before the signal, interrupted, or killed before the
+                // handler was in place.
+                let interrupted = code.0 == Some(128 + sig);
+                assert!(code.0 == Some(0) || interrupted || code.1 == Some(sig), "{args:?} {sig}: {code:?}: {e}");
+                if interrupted {
+                    assert!(e.trim_end().lines().last().unwrap_or("").contains("interrupted"), "{args:?}: {e}");
+                }
+                let bytes = std::fs::read(d.join(out)).unwrap();
+                let whole = if out.ends_with(".parquet") {
+                    bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1")
+                } else {
+                    let info = run(&["trace", "info", out]);
+                    info.status.success() && String::from_utf8_lossy(&info.stdout).contains("status:      complete")
+                };
+                assert!(bytes == b"old" || whole, "{args:?} {sig} after {delay_ms} ms: {} bytes", bytes.len());
+                let names: Vec<String> = std::fs::read_dir(&out_dir)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                assert!(names.iter().all(|n| !n.ends_with(".part")), "{args:?} {sig}: {names:?}");
             }
-            let bytes = std::fs::read(d.join(out)).unwrap();
-            let whole = if out.ends_with(".parquet") {
-                bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1")
-            } else {
-                let info = run(&["trace", "info", out]);
-                info.status.success() && String::from_utf8_lossy(&info.stdout).contains("status:      complete")
-            };
-            assert!(bytes == b"old" || whole, "{args:?} after {delay_ms} ms: {} bytes", bytes.len());
-            let names: Vec<String> =
-                std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-            assert!(names.iter().all(|n| !n.ends_with(".part")), "{args:?}: {names:?}");
         }
     }
+}
+
+/// SIGTERM during `warmcore record`: the recording stops, its trace is
+/// finished and put in place of the older file, no temporary file is left,
+/// and the command says so and exits 143. Loading the recorder's BPF
+/// programs needs root and a kernel with BTF.
+#[test]
+fn a_recording_stopped_by_sigterm_is_complete_and_exits_143() {
+    use std::io::Read;
+    require!("root", warmcore_test_support::root_missing());
+    require!("btf", warmcore_test_support::btf_missing());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("r.wct"), b"old").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+        .current_dir(d)
+        .args(["record", "-o", "r.wct", "--duration", "120"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hidden = || -> Vec<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    };
+    // Recording once its trace is being written beside the output.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !hidden().iter().any(|n| n.ends_with(".part")) {
+        assert!(std::time::Instant::now() < deadline, "no temporary file in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(std::fs::read(d.join("r.wct")).unwrap(), b"old", "the older file is kept while recording");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut e = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{e}");
+    assert!(e.contains("interrupted: the trace is complete up to the interrupt"), "{e}");
+    assert!(hidden().is_empty(), "{:?}", hidden());
+    let info = Command::new(env!("CARGO_BIN_EXE_warmcore")).current_dir(d).args(["trace", "info", "r.wct"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&info.stdout).contains("status:      complete"), "{}", String::from_utf8_lossy(&info.stderr));
 }

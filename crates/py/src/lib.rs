@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use warmcore_trace::meta::{CpuTopo, Header, Machine, Provenance};
+use warmcore_trace::output::Output;
 use warmcore_trace::{Event, Trace, Window, Writer, WriterOptions};
 
 create_exception!(_native, TraceError, PyException, "A trace that cannot be read or written: the reader's one-line message.");
@@ -422,10 +423,14 @@ impl PyTrace {
 }
 
 /// A writer of `.wct` files, for tests and small tools: a flat machine of
-/// `cpus` CPUs with the given frequency range in kHz.
+/// `cpus` CPUs with the given frequency range in kHz. The file is written
+/// under the rules of every output (warmcore_trace::output): aside, and
+/// renamed over `path` by `finish`; a writer dropped unfinished leaves an
+/// older file whole.
 #[pyclass(name = "Writer", module = "warmcore._native", unsendable)]
 struct PyWriter {
     inner: Option<Writer<std::fs::File>>,
+    out: Option<Output>,
     path: String,
 }
 
@@ -481,8 +486,9 @@ impl PyWriter {
         };
         let defaults = WriterOptions::default();
         let opts = WriterOptions { zstd_level, chunk_events: chunk_events.unwrap_or(defaults.chunk_events) };
-        let w = Writer::create(&path, &header, opts).map_err(trace_err)?;
-        Ok(PyWriter { inner: Some(w), path: path.display().to_string() })
+        let out = Output::create(&path, &[]).map_err(trace_err)?;
+        let w = Writer::new(out.file().map_err(trace_err)?, out.name(), &header, opts).map_err(trace_err)?;
+        Ok(PyWriter { inner: Some(w), out: Some(out), path: path.display().to_string() })
     }
 
     /// Append one event to `cpu`'s stream (each CPU's events in time order).
@@ -501,11 +507,12 @@ impl PyWriter {
         Ok(())
     }
 
-    /// Write the index and close the file; returns the number of events.
+    /// Write the index and put the file in place; returns the number of events.
     fn finish(&mut self) -> PyResult<u64> {
-        let w = self.w()?;
-        let _ = w;
-        self.inner.take().unwrap().finish().map_err(trace_err)
+        self.w()?;
+        let n = self.inner.take().unwrap().finish().map_err(trace_err)?;
+        self.out.take().expect("an output while unfinished").commit().map_err(trace_err)?;
+        Ok(n)
     }
 }
 

@@ -13,6 +13,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use warmcore_args::UsageError;
+use warmcore_trace::output::Output;
 
 /// Fewer Cores, More Hertz, section 2: the busy loop and the sampling period.
 pub const BUSY: Duration = Duration::from_millis(200);
@@ -114,9 +116,9 @@ pub fn measure(cpu: u32, read: &mut dyn FnMut() -> Option<u32>) -> Result<(Vec<S
     Ok((samples, from, to))
 }
 
-/// Draw the samples as a PNG: time on x, frequency on y, the busy loop
-/// shaded, the idle and max levels as grey lines.
-pub fn plot(path: &Path, samples: &[Sample], busy_from: u64, busy_to: u64, ramp: &Ramp) -> Result<()> {
+/// Draw the samples as a PNG into `out`: time on x, frequency on y, the
+/// busy loop shaded, the idle and max levels as grey lines.
+pub fn plot(out: Output, samples: &[Sample], busy_from: u64, busy_to: u64, ramp: &Ramp) -> Result<()> {
     const W: usize = 800;
     const H: usize = 400;
     const M: usize = 30;
@@ -160,8 +162,6 @@ pub fn plot(path: &Path, samples: &[Sample], busy_from: u64, busy_to: u64, ramp:
         }
         prev = Some(p);
     }
-    // Written aside and renamed (warmcore_trace::output).
-    let out = warmcore_trace::output::Output::create(path, &[])?;
     let mut enc = png::Encoder::new(std::io::BufWriter::new(out.file()?), W as u32, H as u32);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
@@ -202,9 +202,12 @@ pub fn reader(cpu: u32) -> Result<Box<dyn FnMut() -> Option<u32>>> {
 
 /// Measure on `cpu` (sampling from another CPU), draw the curve at `png`.
 pub fn run(cpu: u32, png: &Path) -> Result<Ramp> {
+    // The picture is written aside and renamed (warmcore_trace::output); a
+    // path it may not write is refused before the measurement.
+    let out = Output::create(png, &[])?;
     let online = crate::sys::online_cpus();
     if !online.contains(&cpu) {
-        bail!("no CPU {cpu}: this machine's online CPUs are {}", crate::record::fmt_cpus(&online));
+        bail!(UsageError::new(format!("no CPU {cpu}: this machine's online CPUs are {}", crate::record::fmt_cpus(&online))));
     }
     let mut read = reader(cpu)?;
     if read().is_none() && read().is_none() {
@@ -215,7 +218,7 @@ pub fn run(cpu: u32, png: &Path) -> Result<Ramp> {
     }
     let (samples, from, to) = measure(cpu, &mut *read)?;
     let ramp = analyse(&samples, from, to)?;
-    plot(png, &samples, from, to, &ramp)?;
+    plot(out, &samples, from, to, &ramp)?;
     Ok(ramp)
 }
 
@@ -272,7 +275,7 @@ mod tests {
         let r = analyse(&s, 100_000_000, 300_000_000).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ftl.png");
-        plot(&p, &s, 100_000_000, 300_000_000, &r).unwrap();
+        plot(Output::create(&p, &[]).unwrap(), &s, 100_000_000, 300_000_000, &r).unwrap();
         let dec = png::Decoder::new(std::fs::File::open(&p).unwrap());
         let reader = dec.read_info().unwrap();
         assert_eq!((reader.info().width, reader.info().height), (800, 400));

@@ -7,13 +7,15 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
+use warmcore_args::UsageError;
+use warmcore_trace::output::Output;
 use warmcore_trace::{ids, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
 use crate::bpf_intf as intf;
@@ -114,7 +116,8 @@ impl Options {
 pub enum StopReason {
     CommandExited,
     Duration,
-    Interrupted,
+    /// By this signal (SIGINT, SIGTERM), or 0 when `Options::stop` was set.
+    Interrupted(i32),
     DiskFull,
 }
 
@@ -184,12 +187,12 @@ pub fn parse_events(names: Option<&[String]>) -> Result<u64> {
             Some(id) => mask |= 1u64 << id,
             None => {
                 let known: Vec<String> = RECORDABLE.iter().map(|&i| table.name(i)).collect();
-                bail!("unknown event \"{n}\": warmcore record knows {}", known.join(", "))
+                bail!(UsageError::new(format!("unknown event \"{n}\": warmcore record knows {}", known.join(", "))))
             }
         }
     }
     if mask == 0 {
-        bail!("no events given to --events");
+        bail!(UsageError::new("no events given to --events"));
     }
     Ok(mask)
 }
@@ -239,15 +242,15 @@ fn cgroup_id(p: &Path) -> Result<(u64, u32)> {
             .iter()
             .map(Path::new)
             .find(|r| is_cgroup2(r))
-            .ok_or_else(|| anyhow!("no cgroup {}: no cgroup v2 hierarchy is mounted", p.display()))?;
+            .ok_or_else(|| UsageError::new(format!("no cgroup {}: no cgroup v2 hierarchy is mounted", p.display())))?;
         root.join(p)
     };
-    let md = std::fs::metadata(&path).map_err(|e| anyhow!("no cgroup {}: {e}", path.display()))?;
+    let md = std::fs::metadata(&path).map_err(|e| UsageError::new(format!("no cgroup {}: {e}", path.display())))?;
     if !md.is_dir() || !is_cgroup2(&path) {
-        bail!("no cgroup {}: not a cgroup v2 directory", path.display());
+        bail!(UsageError::new(format!("no cgroup {}: not a cgroup v2 directory", path.display())));
     }
     // Its level: how many of its ancestors are still in the hierarchy.
-    let real = std::fs::canonicalize(&path).map_err(|e| anyhow!("no cgroup {}: {e}", path.display()))?;
+    let real = std::fs::canonicalize(&path).map_err(|e| UsageError::new(format!("no cgroup {}: {e}", path.display())))?;
     let level = real.ancestors().skip(1).take_while(|a| is_cgroup2(a)).count() as u32;
     // On cgroup v2 a cgroup's id is its directory's inode number.
     Ok((md.ino(), level))
@@ -255,16 +258,24 @@ fn cgroup_id(p: &Path) -> Result<(u64, u32)> {
 
 struct Signals {
     ids: Vec<signal_hook::SigId>,
+    /// The SIGINT or SIGTERM received, 0 before one.
+    caught: Arc<AtomicUsize>,
 }
 
 impl Signals {
     fn install(stop: &Arc<AtomicBool>, dump: &Arc<AtomicBool>) -> Result<Signals> {
         let mut ids = Vec::new();
+        let caught = Arc::new(AtomicUsize::new(0));
         for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            ids.push(signal_hook::flag::register_usize(s, Arc::clone(&caught), s as usize)?);
             ids.push(signal_hook::flag::register(s, Arc::clone(stop))?);
         }
         ids.push(signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(dump))?);
-        Ok(Signals { ids })
+        Ok(Signals { ids, caught })
+    }
+
+    fn caught(&self) -> i32 {
+        self.caught.load(Ordering::SeqCst) as i32
     }
 }
 
@@ -386,10 +397,10 @@ fn drain(l: &Loaded<'_>, sink: &mut Sink<ReserveFile>, ncpu: usize, all: bool) {
     }
 }
 
-/// Copy the flight recorder's rings (paused meanwhile) into a trace at `path`.
+/// Copy the flight recorder's rings (paused meanwhile) into the trace `out`.
 fn dump_flight(
     l: &Loaded<'_>,
-    path: &Path,
+    out: Output,
     header: &Header,
     tasks: &[sys::Task],
     t0: u64,
@@ -400,9 +411,8 @@ fn dump_flight(
     // Let programs that started before the pause store their entries.
     std::thread::sleep(Duration::from_millis(20));
     let heads: Vec<u64> = (0..ncpu).map(|c| cpu_buf(&l.skel, c).head.load(Ordering::Acquire)).collect();
-    let r = (|| -> Result<(u64, Vec<u64>, u64)> {
-        let file = ReserveFile::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let w = Writer::new(file, &path.display().to_string(), header, WriterOptions::default())?;
+    let r = (move || -> Result<(u64, Vec<u64>, u64)> {
+        let w = Writer::new(ReserveFile::new(&out)?, out.name(), header, WriterOptions::default())?;
         let mut sink = Sink::new(w, ncpu);
         for t in tasks {
             sink.note_task(t.tid, t.ppid, &t.comm, t0);
@@ -434,6 +444,7 @@ fn dump_flight(
         sink.complete_names();
         let clamped = sink.clamped;
         let events = sink.writer.finish()?;
+        out.commit()?;
         Ok((events, lost, clamped))
     })();
     set_paused(&l.skel, false);
@@ -456,6 +467,14 @@ fn rapl_events(zones: &[sys::RaplZone]) -> Vec<(u32, Event)> {
 /// Record until the command exits, the duration ends, SIGINT or a full disk.
 /// `log` receives one-line notes (frequency source, snapshots).
 pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
+    // The output first, under the rules of every output
+    // (warmcore_trace::output): a path it may not write is refused before
+    // anything else, and the trace is written aside and renamed when it is
+    // finished, so a recording that fails leaves an older file as it was.
+    // The signals before it: from then on SIGINT or SIGTERM stop the
+    // recording, which finishes its trace, instead of leaving the file.
+    let signals = Signals::install(&opts.stop, &opts.dump_now)?;
+    let out = Output::create(&opts.out, &[])?;
     sys::check_privileges()?;
     sys::check_btf()?;
     let machine = sys::machine();
@@ -464,7 +483,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let cpus: Vec<u32> = match &opts.cpus {
         Some(list) => {
             if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
-                bail!("no CPU {bad}: this machine's online CPUs are {}", fmt_cpus(&online));
+                bail!(UsageError::new(format!("no CPU {bad}: this machine's online CPUs are {}", fmt_cpus(&online))));
             }
             list.clone()
         }
@@ -472,16 +491,16 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     };
     let mask = parse_events(opts.events.as_deref())?;
     if opts.pid.is_some() && opts.cgroup.is_some() {
-        bail!("--pid and --cgroup exclude each other: give one");
+        bail!(UsageError::new("--pid and --cgroup exclude each other: give one"));
     }
     if let Some(p) = opts.pid {
         if p == 0 || !Path::new(&format!("/proc/{p}")).exists() {
-            bail!("no process with pid {p}");
+            bail!(UsageError::new(format!("no process with pid {p}")));
         }
     }
     let cgid = opts.cgroup.as_deref().map(cgroup_id).transpose()?;
     if !(opts.buffer_mb > 0.0 && opts.buffer_mb <= 4096.0) {
-        bail!("--buffer-mb {}: give a per-CPU size above 0 and at most 4096 MiB", opts.buffer_mb);
+        bail!(UsageError::new(format!("--buffer-mb {}: give a per-CPU size above 0 and at most 4096 MiB", opts.buffer_mb)));
     }
     let wants = |id: u32| mask & (1u64 << id) != 0;
 
@@ -497,7 +516,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let slots = buffer_slots(opts.buffer_mb);
     let ring_slots = ncpu_possible as u64 * slots;
     if ring_slots > u32::MAX as u64 {
-        bail!("--buffer-mb {} is too large for {ncpu_possible} possible CPUs", opts.buffer_mb);
+        bail!(UsageError::new(format!("--buffer-mb {} is too large for {ncpu_possible} possible CPUs", opts.buffer_mb)));
     }
     let tick_fn = kernel_symbol("tick_nohz_handler").or_else(|| kernel_symbol("tick_sched_timer"));
     let mut open_obj = MaybeUninit::uninit();
@@ -586,17 +605,15 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
         provenance: Provenance::Tracer { kernel: sys::kernel_release(), command: command.clone() },
         wall_clock_start: SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs()),
     };
-    let signals = Signals::install(&opts.stop, &opts.dump_now)?;
     let t0 = sys::mono_ns();
     let mut extra = rapl_events(&zones);
     let energy_start = extra.clone();
 
-    let out_name = opts.out.display().to_string();
     let mut streaming: Option<(Sink<ReserveFile>, Arc<AtomicBool>)> = None;
     if !opts.flight_recorder {
-        let file = ReserveFile::create(&opts.out).map_err(|e| anyhow!("{}", warmcore_trace::TraceError::io(&out_name, e)))?;
+        let file = ReserveFile::new(&out)?;
         let full = Arc::clone(&file.full);
-        let w = Writer::new(file, &out_name, &header, WriterOptions::default())?;
+        let w = Writer::new(file, out.name(), &header, WriterOptions::default())?;
         let mut sink = Sink::new(w, ncpu);
         for t in &tasks {
             sink.note_task(t.tid, t.ppid, &t.comm, t0);
@@ -652,7 +669,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 }
             }
             if opts.stop.load(Ordering::SeqCst) {
-                reason = StopReason::Interrupted;
+                reason = StopReason::Interrupted(signals.caught());
                 break;
             }
             if opts.duration.is_some_and(|d| start.elapsed() >= d) {
@@ -670,7 +687,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             }
             if opts.flight_recorder && opts.dump_now.swap(false, Ordering::SeqCst) {
                 let p = snapshot_path(&opts.out, snapshots.len() + 1);
-                let (n, _, _) = dump_flight(&loaded, &p, &header, &tasks, t0, &extra)?;
+                let (n, _, _) = dump_flight(&loaded, Output::create(&p, &[])?, &header, &tasks, t0, &extra)?;
                 log(&format!("flight recorder: dumped {n} events to {}", p.display()));
                 snapshots.push(p);
             }
@@ -717,7 +734,8 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 sink.complete_names();
                 let bytes = sink.bytes_in;
                 let clamped = sink.clamped;
-                let events = sink.writer.finish().map_err(|e| anyhow!("{e}"))?;
+                let events = sink.writer.finish()?;
+                out.commit()?;
                 // The disk may have filled while the last events were written.
                 if full.load(Ordering::SeqCst) {
                     reason = StopReason::DiskFull;
@@ -726,7 +744,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
             }
             None => {
                 extra.extend(end.iter().map(|&(c, e)| (c, Event { ts: sys::mono_ns(), ..e })));
-                let (events, lost, clamped) = dump_flight(&loaded, &opts.out, &header, &tasks, t0, &extra)?;
+                let (events, lost, clamped) = dump_flight(&loaded, out, &header, &tasks, t0, &extra)?;
                 (events, lost, clamped, events * 24)
             }
         };

@@ -7,11 +7,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use warmcore_trace::{ids, Event, Writer};
+use warmcore_trace::output::Output;
+use warmcore_trace::{ids, Event, TraceError, Writer};
 
 /// Events held back per CPU before they are written: nested programs on one
 /// CPU store at most a few entries out of order.
@@ -31,21 +32,28 @@ pub struct ReserveFile {
 }
 
 impl ReserveFile {
-    pub fn create(path: &Path) -> io::Result<ReserveFile> {
-        let file = File::create(path)?;
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
+    /// The file `out` is written into, with the reserve beside its temporary
+    /// file; a stream (a pipe, /dev/null) has none.
+    pub fn new(out: &Output) -> Result<ReserveFile, TraceError> {
+        let file = out.file()?;
+        let full = Arc::new(AtomicBool::new(false));
+        let Some(tmp) = out.temp() else { return Ok(ReserveFile { file, reserve: None, full }) };
+        let mut name = tmp.as_os_str().to_os_string();
         name.push(".reserve");
-        let rpath = path.with_file_name(format!(".{}", name.to_string_lossy()));
-        let r = File::create(&rpath)?;
-        // SAFETY: fallocate on a file we own; failure is reported below.
-        let rc = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&r), 0, 0, RESERVE_BYTES as i64) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
+        let rpath = PathBuf::from(name);
+        let reserve = || -> io::Result<()> {
+            let r = File::create(&rpath)?;
+            // SAFETY: fallocate on a file we own; failure is reported below.
+            if unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&r), 0, 0, RESERVE_BYTES as i64) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        if let Err(e) = reserve() {
             let _ = fs::remove_file(&rpath);
-            let _ = fs::remove_file(path);
-            return Err(e);
+            return Err(TraceError::io(out.name(), e).writing());
         }
-        Ok(ReserveFile { file, reserve: Some(rpath), full: Arc::new(AtomicBool::new(false)) })
+        Ok(ReserveFile { file, reserve: Some(rpath), full })
     }
 
     fn release(&mut self) -> bool {

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use warmcore_args::UsageError;
 use warmcore_trace::{CpuTopo, Machine};
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
@@ -102,7 +103,7 @@ pub fn raise_memlock() {
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || anyhow::anyhow!("bad CPU list \"{s}\": expected numbers and ranges such as 0-3,6");
+        let bad = || anyhow::anyhow!(UsageError::new(format!("bad CPU list \"{s}\": expected numbers and ranges such as 0-3,6")));
         if let Some((a, b)) = part.split_once('-') {
             let (a, b): (u32, u32) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
             if a > b {
@@ -114,7 +115,7 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>> {
         }
     }
     if v.is_empty() {
-        bail!("empty CPU list: give CPUs such as 0-3,6");
+        bail!(UsageError::new("empty CPU list: give CPUs such as 0-3,6"));
     }
     v.sort_unstable();
     v.dedup();

@@ -217,15 +217,19 @@ fn interrupt_midway_leaves_a_complete_trace() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("i.wct");
+    // An older file of that name is kept until the new trace is finished.
+    std::fs::write(&out, b"old").unwrap();
     let o = Options::new(&out);
-    let watch = out.clone();
+    let watch = dir.path().to_path_buf();
     // A workload that is still running when SIGINT arrives.
     let load = std::thread::spawn(|| {
         std::process::Command::new(TESTLOAD).args(["pingpong", "20000"]).output().unwrap()
     });
     let interrupter = std::thread::spawn(move || {
-        // The handler is in place once the output file exists.
-        while !watch.exists() {
+        // The handler is in place once the temporary file beside the output exists.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !temporary_files(&watch).iter().any(|n| n.ends_with(".part")) {
+            assert!(std::time::Instant::now() < deadline, "no temporary file in 60 s");
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -234,13 +238,63 @@ fn interrupt_midway_leaves_a_complete_trace() {
     });
     let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
     interrupter.join().unwrap();
-    assert_eq!(r.reason, StopReason::Interrupted);
+    assert_eq!(r.reason, StopReason::Interrupted(libc::SIGINT));
+    assert!(temporary_files(dir.path()).is_empty(), "{:?}", temporary_files(dir.path()));
     let t = Trace::open(&out).unwrap();
     assert!(t.incomplete.is_none(), "{:?}", t.incomplete);
     assert_eq!(t.event_count(), r.events);
     assert!(r.events > 100, "{} events", r.events);
     check_cpu_order(&t);
     assert!(load.join().unwrap().status.success());
+}
+
+/// The hidden files a recording writes beside its output (the trace being
+/// written, its disk reserve).
+fn temporary_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+/// The output is checked before anything is loaded, as every command's
+/// (warmcore_trace::output), so this needs neither root nor BPF: a
+/// directory, a name in a missing directory, a link to nothing are refused
+/// in one line naming them, and nothing is left behind.
+#[test]
+fn a_bad_output_is_refused_before_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::os::unix::fs::symlink("nowhere", d.join("dangling")).unwrap();
+    for (out, want) in [
+        (d.to_path_buf(), "is a directory"),
+        (d.join("no/such.wct"), "create it first"),
+        (d.join("dangling"), "symbolic link to nothing"),
+    ] {
+        let e = record(&Options::new(&out), &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains(want) && e.to_string().contains(&out.display().to_string()), "{e}");
+        assert!(e.is::<warmcore_trace::TraceError>(), "a usage error, exit status 2: {e:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["dangling"]);
+}
+
+/// A recording that fails once started (its command cannot run) leaves an
+/// older file of the output's name whole, and no temporary file.
+#[test]
+fn a_failed_recording_keeps_the_older_file() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.wct");
+    std::fs::write(&out, b"old").unwrap();
+    let mut o = Options::new(&out);
+    o.command = vec!["/no/such/command".into()];
+    let e = record(&o, &mut |_| {}).unwrap_err().to_string();
+    assert!(e.contains("cannot run /no/such/command"), "{e}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"old");
+    assert!(temporary_files(dir.path()).is_empty(), "{:?}", temporary_files(dir.path()));
 }
 
 #[test]

@@ -206,7 +206,8 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
             let (wname, wparams) = parse_spec(&cfg.workload);
             let mut inputs = vec![Path::new(&cfg.machine), Path::new(wname)];
             inputs.extend(wparams.iter().map(|(_, v)| Path::new(v)));
-            let out = Output::create(path, &inputs).map_err(|e| SimError::Output(e.to_string()))?;
+            // An output it may not write is refused as bad input, before the run.
+            let out = Output::create(path, &inputs).map_err(|e| SimError::Input(format!("writing the trace: {e}")))?;
             let file = out.file().map_err(|e| SimError::Output(e.to_string()))?;
             let w = Writer::new(file, out.name(), &header, WriterOptions::default())
                 .map_err(|e| SimError::Output(e.to_string()))?

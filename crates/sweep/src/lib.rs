@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use warmcore_args::UsageError;
 
 pub use engine::{Engine, Job, Outcome};
 pub use spec::Plan;
@@ -72,11 +73,19 @@ impl Progress {
 }
 
 /// Run what `plan` has that `dir` lacks on `engine`; stop early when `stop`
-/// is set (Ctrl-C), keeping every finished run.
-pub fn sweep(plan: &Plan, dir: &Path, engine: &Engine, retry_failed: bool, force: bool, stop: &AtomicBool) -> Result<Summary, String> {
+/// is set (Ctrl-C), keeping every finished run. A directory that cannot be
+/// the sweep's is refused with a [`UsageError`]; other errors are failures.
+pub fn sweep(
+    plan: &Plan,
+    dir: &Path,
+    engine: &Engine,
+    retry_failed: bool,
+    force: bool,
+    stop: &AtomicBool,
+) -> Result<Summary, Box<dyn std::error::Error + Send + Sync>> {
     let t0 = Instant::now();
-    let mut store = Store::open(dir)?;
-    store.claim(plan, force)?;
+    let mut store = Store::open(dir).map_err(UsageError)?;
+    store.claim(plan, force).map_err(UsageError)?;
     if store.dropped_lines > 0 {
         eprintln!("sweep: dropped {} unreadable line(s) of {}/runs.jsonl (a run cut short): they run again", store.dropped_lines, dir.display());
     }

@@ -199,6 +199,8 @@ fn a_directory_of_another_spec_is_refused_unless_forced() {
     other.runs.drain(..2);
     other.runs.truncate(1);
     let e = sweep(&other, dir.path(), &local(), false, false, &stop).err().unwrap();
+    assert!(e.is::<warmcore_args::UsageError>(), "a usage error, exit status 2: {e}");
+    let e = e.to_string();
     assert!(e.contains("holds the results of another sweep spec") && e.contains("--force"), "{e}");
     assert_eq!(std::fs::read(dir.path().join("runs.jsonl")).unwrap(), before);
     // The same spec resumes, extended too; --force starts the other one over.

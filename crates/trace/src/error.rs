@@ -9,6 +9,10 @@ pub struct TraceError {
     /// Byte offset (binary files) or line number (text files), if known.
     pub at: Option<Location>,
     pub msg: String,
+    /// Writing an output failed (a full disk, an I/O error): a failure of
+    /// the work. Every other error of a file (unreadable, malformed, an
+    /// output that may not be written) is one of what the command was given.
+    pub writing: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +23,13 @@ pub enum Location {
 
 impl TraceError {
     pub fn at_offset(path: &str, offset: u64, msg: impl Into<String>) -> Self {
-        TraceError { path: path.to_string(), at: Some(Location::Offset(offset)), msg: msg.into() }
+        TraceError { path: path.to_string(), at: Some(Location::Offset(offset)), msg: msg.into(), writing: false }
     }
     pub fn at_line(path: &str, line: u64, msg: impl Into<String>) -> Self {
-        TraceError { path: path.to_string(), at: Some(Location::Line(line)), msg: msg.into() }
+        TraceError { path: path.to_string(), at: Some(Location::Line(line)), msg: msg.into(), writing: false }
     }
     pub fn new(path: &str, msg: impl Into<String>) -> Self {
-        TraceError { path: path.to_string(), at: None, msg: msg.into() }
+        TraceError { path: path.to_string(), at: None, msg: msg.into(), writing: false }
     }
     pub fn io(path: &str, e: std::io::Error) -> Self {
         let hint = match e.kind() {
@@ -35,6 +39,10 @@ impl TraceError {
             _ => "",
         };
         TraceError::new(path, format!("{e}{hint}"))
+    }
+    /// The same error, met while writing an output.
+    pub fn writing(self) -> Self {
+        TraceError { writing: true, ..self }
     }
 }
 

@@ -428,7 +428,7 @@ impl Lod {
             f.write_all(&body)?;
             f.flush()
         };
-        write().map_err(|e| TraceError::io(&p, e))?;
+        write().map_err(|e| TraceError::io(&p, e).writing())?;
         drop(f);
         out.commit()
     }

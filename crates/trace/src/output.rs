@@ -36,9 +36,16 @@ pub struct Output {
 
 /// The temporary files being written, with the outputs they stand for:
 /// what [`abandon_all`] removes when the process is interrupted.
-static PENDING: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+struct Pending {
+    files: Vec<(PathBuf, String)>,
+    /// Set by [`abandon_all`]: no temporary file is made after it, so none
+    /// is left behind by a writer that starts while the process exits.
+    abandoned: bool,
+}
 
-fn pending() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String)>> {
+static PENDING: std::sync::Mutex<Pending> = std::sync::Mutex::new(Pending { files: Vec::new(), abandoned: false });
+
+fn pending() -> std::sync::MutexGuard<'static, Pending> {
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -47,7 +54,9 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String)>> {
 /// their previous content (or stay absent).
 pub fn abandon_all() -> Vec<String> {
     let mut p = pending();
-    p.drain(..)
+    p.abandoned = true;
+    p.files
+        .drain(..)
         .map(|(tmp, name)| {
             let _ = std::fs::remove_file(tmp);
             name
@@ -58,7 +67,7 @@ pub fn abandon_all() -> Vec<String> {
 impl Drop for Output {
     fn drop(&mut self) {
         if let Some(Kind::Temp(t)) = &self.kind {
-            pending().retain(|(p, _)| p != t.path());
+            pending().files.retain(|(p, _)| p != t.path());
         }
     }
 }
@@ -129,6 +138,12 @@ impl Output {
             return Err(TraceError::new(&name, format!("no directory {}: create it first", dir.display())));
         }
         let base = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        // Made and registered under the lock, so that an interrupt either
+        // sees the file and removes it or comes before and no file is made.
+        let mut p = pending();
+        if p.abandoned {
+            return err("not written: the command was interrupted");
+        }
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{base}."))
             .suffix(".part")
@@ -136,7 +151,8 @@ impl Output {
             .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)
             .map_err(|e| TraceError::new(&name, format!("cannot write in {}: {e}", dir.display())))?;
-        pending().push((tmp.path().to_path_buf(), name.clone()));
+        p.files.push((tmp.path().to_path_buf(), name.clone()));
+        drop(p);
         Ok(Output { name, target, kind: Some(Kind::Temp(tmp)) })
     }
 
@@ -154,6 +170,15 @@ impl Output {
         &self.name
     }
 
+    /// The temporary file being written, renamed over the output on commit;
+    /// None for a stream, written in place.
+    pub fn temp(&self) -> Option<&Path> {
+        match self.kind.as_ref()? {
+            Kind::Temp(t) => Some(t.path()),
+            Kind::Stream(_) => None,
+        }
+    }
+
     /// The writing succeeded: put the file in place.
     pub fn commit(mut self) -> Result<()> {
         match self.kind.take().expect("committed once") {
@@ -163,13 +188,13 @@ impl Output {
                 let r = t
                     .as_file()
                     .sync_data()
-                    .map_err(|e| TraceError::io(&self.name, e))
-                    .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error)));
+                    .map_err(|e| TraceError::io(&self.name, e).writing())
+                    .and_then(|_| t.persist(&self.target).map_err(|e| TraceError::io(&self.name, e.error).writing()));
                 // Only now: an interrupt before the rename still removes it.
-                pending().retain(|(p, _)| *p != tmp);
+                pending().files.retain(|(p, _)| *p != tmp);
                 r?;
             }
-            Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e))?,
+            Kind::Stream(mut f) => f.flush().map_err(|e| TraceError::io(&self.name, e).writing())?,
         }
         Ok(())
     }
@@ -178,7 +203,7 @@ impl Output {
 /// Write `bytes` to `path` under the same rules (small outputs: reports, JSON).
 pub fn write(path: &Path, inputs: &[&Path], bytes: &[u8]) -> Result<()> {
     let out = Output::create(path, inputs)?;
-    out.file()?.write_all(bytes).map_err(|e| TraceError::io(out.name(), e))?;
+    out.file()?.write_all(bytes).map_err(|e| TraceError::io(out.name(), e).writing())?;
     out.commit()
 }
 
@@ -188,12 +213,19 @@ mod tests {
 
     use super::write as write_with;
 
+    /// A temporary directory holding the file `name` with `bytes`.
+    fn dir_with(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        (d, p)
+    }
+
     #[test]
     fn a_regular_file_is_replaced_only_on_commit() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("out");
-        std::fs::write(&p, b"old").unwrap();
+        let (d, p) = dir_with("out", b"old");
         let o = Output::create(&p, &[]).unwrap();
+        assert!(o.temp().is_some_and(|t| t.parent() == Some(d.path())), "written beside the output");
         o.file().unwrap().write_all(b"half").unwrap();
         drop(o);
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
@@ -204,9 +236,7 @@ mod tests {
 
     #[test]
     fn an_input_by_any_name_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let input = d.path().join("in");
-        std::fs::write(&input, b"data").unwrap();
+        let (d, input) = dir_with("in", b"data");
         let hard = d.path().join("hard");
         std::fs::hard_link(&input, &hard).unwrap();
         let soft = d.path().join("soft");
@@ -220,9 +250,7 @@ mod tests {
 
     #[test]
     fn links_are_followed_and_kept_directories_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let real = d.path().join("real");
-        std::fs::write(&real, b"old").unwrap();
+        let (d, real) = dir_with("real", b"old");
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         write_with(&link, &[], b"new").unwrap();
@@ -244,5 +272,6 @@ mod tests {
             assert!(full.exists());
         }
         write_with(Path::new("/dev/null"), &[], b"x").unwrap();
+        assert!(Output::create(Path::new("/dev/null"), &[]).unwrap().temp().is_none(), "a stream is written in place");
     }
 }

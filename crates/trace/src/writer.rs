@@ -129,7 +129,7 @@ impl<W: Write> Writer<W> {
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(|e| TraceError::io(&self.path, e))?;
+        self.out.write_all(bytes).map_err(|e| TraceError::io(&self.path, e).writing())?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -348,7 +348,7 @@ impl<W: Write> Writer<W> {
         trailer.extend_from_slice(&index_offset.to_le_bytes());
         trailer.extend_from_slice(&format::TRAILER_MAGIC);
         self.put(&trailer)?;
-        self.out.flush().map_err(|e| TraceError::io(&self.path, e))?;
+        self.out.flush().map_err(|e| TraceError::io(&self.path, e).writing())?;
         Ok(self.events)
     }
 
@@ -359,6 +359,6 @@ impl<W: Write> Writer<W> {
             self.flush_cpu(c)?;
         }
         self.flush_processes()?;
-        self.out.flush().map_err(|e| TraceError::io(&self.path, e))
+        self.out.flush().map_err(|e| TraceError::io(&self.path, e).writing())
     }
 }

@@ -37,7 +37,7 @@ pub fn run(t: &Trace, pid: Option<u32>, json: bool) -> Result<()> {
         Some(p) => {
             let ids = all.chain_of_pid(p);
             if ids.is_empty() {
-                bail!("{}: pid {p} woke no task and was woken by none in this trace", t.path());
+                bail!(warmcore_args::UsageError::new(format!("{}: pid {p} woke no task and was woken by none in this trace", t.path())));
             }
             ids
         }

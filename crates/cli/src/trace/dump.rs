@@ -13,7 +13,7 @@ pub fn run(t: &Trace, cpus: &[u32], from: Option<u64>, to: Option<u64>, events: 
             Some(id) => want.push(id),
             None => {
                 let names: Vec<&str> = table.names.iter().map(|(_, n)| n.as_str()).collect();
-                bail!("{}: no event named {name:?}; this trace's events are: {}", t.path(), names.join(", "));
+                bail!(warmcore_args::UsageError::new(format!("{}: no event named {name:?}; this trace's events are: {}", t.path(), names.join(", "))));
             }
         }
     }

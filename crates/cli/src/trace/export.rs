@@ -10,7 +10,7 @@ use warmcore_trace::Trace;
 pub fn run(t: &Trace, perfetto_out: Option<&Path>, parquet_out: Option<&Path>, from: Option<u64>, to: Option<u64>) -> Result<()> {
     if let (Some(a), Some(b)) = (perfetto_out, parquet_out) {
         if a == b || (warmcore_trace::output::is_stdout(a) && warmcore_trace::output::is_stdout(b)) {
-            bail!("{}: --perfetto and --parquet name the same file: give each its own", a.display());
+            bail!(warmcore_args::UsageError::new(format!("{}: --perfetto and --parquet name the same file: give each its own", a.display())));
         }
     }
     let w = super::window(t, from, to)?;

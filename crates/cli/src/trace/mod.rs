@@ -144,7 +144,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
         TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),
         TraceCmd::Export { file, perfetto, parquet, from, to } => {
             if perfetto.is_none() && parquet.is_none() {
-                anyhow::bail!("trace export: give --perfetto OUT.pftrace and/or --parquet OUT.parquet");
+                anyhow::bail!(warmcore_args::UsageError::new("trace export: give --perfetto OUT.pftrace and/or --parquet OUT.parquet"));
             }
             export::run(&open(&file)?, perfetto.as_deref(), parquet.as_deref(), from, to)
         }
@@ -175,7 +175,10 @@ pub fn open(file: &std::path::Path) -> Result<Trace> {
             None => "no event is usable".to_string(),
         };
         if STRICT.load(std::sync::atomic::Ordering::Relaxed) {
-            anyhow::bail!("{}: incomplete trace ({why}); {usable}; without --strict it is read as far as it goes", t.path());
+            anyhow::bail!(warmcore_args::UsageError::new(format!(
+                "{}: incomplete trace ({why}); {usable}; without --strict it is read as far as it goes",
+                t.path()
+            )));
         }
         eprintln!("warmcore: warning: {}: incomplete trace ({why}); {usable} (--strict refuses it)", t.path());
     }
@@ -185,7 +188,7 @@ pub fn open(file: &std::path::Path) -> Result<Trace> {
 /// A window given relative to the trace's start, as absolute timestamps;
 /// an empty or reversed one is refused.
 pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Result<Window> {
-    warmcore_args::window(from, to).map_err(anyhow::Error::msg)?;
+    warmcore_args::window(from, to).map_err(warmcore_args::UsageError::new)?;
     let base = t.span().map(|s| s.0).unwrap_or(0);
     Ok(Window {
         from: from.map(|f| base.saturating_add(f)).unwrap_or(0),
@@ -196,7 +199,7 @@ pub fn window(t: &Trace, from: Option<u64>, to: Option<u64>) -> Result<Window> {
 /// Check CPU numbers against the trace, naming the first bad one.
 pub fn check_cpus(t: &Trace, cpus: &[u32]) -> Result<()> {
     if let Some(bad) = cpus.iter().find(|&&c| c >= t.nr_cpus()) {
-        anyhow::bail!("{}: no CPU {bad}: the trace has CPUs 0-{}", t.path(), t.nr_cpus() - 1);
+        anyhow::bail!(warmcore_args::UsageError::new(format!("{}: no CPU {bad}: the trace has CPUs 0-{}", t.path(), t.nr_cpus() - 1)));
     }
     Ok(())
 }

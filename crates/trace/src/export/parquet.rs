@@ -70,7 +70,7 @@ pub fn export(t: &Trace, w: Window, out: &Path) -> Result<ParquetSummary> {
 /// Write the events of `t` in `w` as parquet to `out`, called `name` in
 /// errors.
 pub fn write<W: Write + Send>(t: &Trace, w: Window, out: W, name: &str) -> Result<ParquetSummary> {
-    let perr = |e: ::parquet::errors::ParquetError| TraceError::new(name, format!("writing parquet: {e}"));
+    let perr = |e: ::parquet::errors::ParquetError| TraceError::new(name, format!("writing parquet: {e}")).writing();
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))

@@ -292,7 +292,7 @@ pub fn write<W: Write>(t: &Trace, w: Window, out: W, name: &str) -> Result<Perfe
     for cpu in 0..t.nr_cpus() {
         x.flush_cpu(cpu)?;
     }
-    x.out.flush().map_err(|e| TraceError::io(&x.name, e))?;
+    x.out.flush().map_err(|e| TraceError::io(&x.name, e).writing())?;
     Ok(x.sum)
 }
 
@@ -332,7 +332,7 @@ struct Exporter<'a, W: Write> {
 
 impl<W: Write> Exporter<'_, W> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(|e| TraceError::io(&self.name, e))
+        self.out.write_all(bytes).map_err(|e| TraceError::io(&self.name, e).writing())
     }
 
     /// Write one `Trace.packet` field: its key, length and the packet's
