@@ -29,8 +29,12 @@ def ops_prefix(peer):
 
 
 def said(vm, peer):
-    """What the loader and the kernel said, for a failure's message."""
-    return "\n".join(["loader:", *vm.all("OUT", peer)[-20:], "kernel:", *vm.all("KMSG", peer)])
+    """What the loader and the kernel said, for a failure's message: the
+    loader's errors and its last lines (after an ejection the loader prints
+    the kernel's debug dump, then "Error: EXIT: ..."), the kernel's lines."""
+    out = vm.all("OUT", peer)
+    errs = [l for l in out if "error" in l.lower() or "EXIT" in l]
+    return "\n".join(["loader:", *errs, *out[-5:], "kernel:", *vm.all("KMSG", peer)])
 
 
 def test_the_peers_guest_script_ran_to_the_end(peers_vm):

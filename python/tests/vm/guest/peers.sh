@@ -19,7 +19,7 @@ for P in $PEERS; do
   if is_state enabled; then
     stress_beside $P
     echo "STATE_AFTER $P $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
-    kill -INT $S
+    kill -INT $S 2>/dev/null
   fi
   wait $S; echo "SCHED_RC $P $?"
   wait_for 10 is_state disabled
