@@ -20,7 +20,7 @@
 # switch on one vCPU costs several times what it costs on hardware, and the
 # pipe column says for each scheduler how often its two ends shared a CPU.
 # The peers' loaders are built first if they are not in the cache yet
-# (`warmcore vm peers`, about 10 minutes on 2 cores).
+# (`warmcore vm peers`, 10 to 40 minutes on 2 cores).
 # Run by `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -101,7 +101,7 @@ kern = {r: res[(r, "kernel")] for r in rots if (r, "kernel") in res}
 print(f"rotations: {len(rots)}; ratios to the kernel's scheduler in the same rotation (>1: faster);")
 print("kernel: [min-max] of its rates over their median; pipe: also the median share of round trips with both")
 print("ends on one CPU")
-print(f"{'policy':11} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
+print(f"{'policy':18} {'pipe msgs/s':>30} {'hackbench 1/time':>22} {'fork/exec procs/s':>22} {'select_cpu ns':>14}")
 for s in ["kernel", "kernel-1cpu", *ours, *peers]:
     cells = []
     for m in ["pipe", "hackbench", "forkexec"]:
@@ -116,7 +116,7 @@ for s in ["kernel", "kernel-1cpu", *ours, *peers]:
     if same.get(s):
         cells[0] += f" {100 * statistics.median(same[s]):3.0f}%"
     cells.append(f"{prof[s]:.0f}" if s in prof else "-")
-    print(f"{s:11} {cells[0]:>30} " + " ".join(f"{c:>22}" for c in cells[1:3]) + f" {cells[3]:>14}")
+    print(f"{s:18} {cells[0]:>30} " + " ".join(f"{c:>22}" for c in cells[1:3]) + f" {cells[3]:>14}")
 # Ours against the fastest peer on each workload (the highest median ratio
 # to the kernel's), in the same rotations.
 def med_ratio(a, b, m):

@@ -8,7 +8,7 @@
 # booting.
 #
 # First the scx project's loaders that the peers' boot runs are built into
-# the cache, once (`warmcore vm peers`: about 10 minutes on 2 cores the
+# the cache, once (`warmcore vm peers`: 10 to 40 minutes on 2 cores the
 # first time, nothing after), with cargo's progress here rather than in a
 # boot's kept stderr. A loader that does not build fails the peers' tests
 # (the boot that needs it says why); the other boots run all the same.

@@ -9,8 +9,8 @@
 //! a new release builds anew while the old one stays usable; all of them
 //! share one cargo target directory (`peers/target`), where their common
 //! dependencies (libbpf-rs, scx_utils, ...) are compiled once: the first
-//! build of the three takes about ten minutes on 2 cores, the next ones
-//! reuse it.
+//! build of the three takes 10 minutes on a quiet 2-core machine (40 with
+//! other builds beside it), the next ones reuse it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +39,7 @@ impl Peer {
     }
 }
 
-/// The peers `peers/Cargo.toml` names, in its order.
+/// The peers `peers/Cargo.toml` names, by name.
 pub fn list() -> Result<Vec<Peer>> {
     parse(MANIFEST)
 }
@@ -64,7 +64,7 @@ fn parse(manifest: &str) -> Result<Vec<Peer>> {
 }
 
 /// Build (once) every peer's loader into `cache`; each loader's path, in
-/// the manifest's order. Progress goes to stderr; a loader that fails to
+/// name order. Progress goes to stderr; a loader that fails to
 /// build is an error naming it (cargo's output above says why).
 pub fn install(cache: &Path) -> Result<Vec<(Peer, PathBuf)>> {
     let peers = list()?;
@@ -75,7 +75,7 @@ pub fn install(cache: &Path) -> Result<Vec<(Peer, PathBuf)>> {
     let target = cache.join("peers").join("target");
     for (i, p) in missing.iter().enumerate() {
         eprintln!(
-            "vm-peers: building {} {} with cargo install ({} of {}; the first build of all takes about 10 min on 2 cores)",
+            "vm-peers: building {} {} with cargo install ({} of {}; the first build of all takes 10 to 40 min on 2 cores)",
             p.name,
             p.version,
             i + 1,

@@ -38,7 +38,7 @@ BOOTS = {
     "topo": ["--cpus", "4", "--sockets", "2", "--append", "maxcpus=3", "--timeout", "900"],
     "wide": ["--cpus", os.environ.get("WIDE_CPUS", "72"), "--mem", "2048", "--timeout", "1200"],
     # The peers' loaders, each under the stress: 2 to 3 minutes once they
-    # are built (`warmcore vm --peers` builds what is missing, about 10
+    # are built (`warmcore vm --peers` builds what is missing, 10 to 40
     # minutes on 2 cores; scripts/test-sched-vm.sh does it first).
     "peers": ["--cpus", "4", "--peers", "--timeout", "2400"],
 }

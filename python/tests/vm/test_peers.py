@@ -34,7 +34,7 @@ def said(vm, peer):
     the kernel's debug dump, then "Error: EXIT: ..."), the kernel's lines."""
     out = vm.all("OUT", peer)
     errs = [l for l in out if "error" in l.lower() or "EXIT" in l]
-    return "\n".join(["loader:", *errs, *out[-5:], "kernel:", *vm.all("KMSG", peer)])
+    return "\n".join(["loader:", *errs, *[l for l in out[-5:] if l not in errs], "kernel:", *vm.all("KMSG", peer)])
 
 
 def test_the_peers_guest_script_ran_to_the_end(peers_vm):
