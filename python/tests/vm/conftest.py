@@ -124,6 +124,14 @@ def boot(name, config):
     return g
 
 
+def check_stress(vm, who):
+    """The mixed stress and the pinned, cpuset and niced tasks beside it
+    (guest/lib.sh, stress_beside) all finished with status 0."""
+    m = vm.js("MIXED", who)
+    assert vm.get("MIXED_RC", who) == "0" and m is not None and m["failed"] == 0, f"{who}: {m}"
+    assert vm.get("BESIDE_RC", who) == "0 0 0", f"{who}: exit statuses {vm.get('BESIDE_RC', who)}"
+
+
 @pytest.fixture(scope="session")
 def main_vm(request):
     return boot("main", request.config)

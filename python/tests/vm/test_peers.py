@@ -13,7 +13,7 @@ busy host runs the guest too slowly for the watchdog)."""
 
 import pytest
 
-from .conftest import PEERS, report
+from .conftest import PEERS, check_stress, report
 
 
 @pytest.fixture(params=PEERS)
@@ -60,13 +60,8 @@ def test_enabled_once(peers_vm, peer):
         + said(peers_vm, peer)
 
 
-def test_every_process_of_the_stress_finished(peers_vm, peer):
-    m = peers_vm.js("MIXED", peer)
-    assert peers_vm.get("MIXED_RC", peer) == "0" and m is not None and m["failed"] == 0, f"{peer}: {m}"
-
-
-def test_pinned_cpuset_and_niced_tasks_beside_the_stress_finished(peers_vm, peer):
-    assert peers_vm.get("BESIDE_RC", peer) == "0 0 0", f"{peer}: exit statuses {peers_vm.get('BESIDE_RC', peer)}"
+def test_the_stress_and_the_pinned_cpuset_and_niced_tasks_beside_it_finished(peers_vm, peer):
+    check_stress(peers_vm, peer)
 
 
 def test_detached_on_sigint_with_status_0(peers_vm, peer):
