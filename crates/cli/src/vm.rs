@@ -27,6 +27,13 @@ enum VmSub {
         #[arg(long)]
         cache: Option<PathBuf>,
     },
+    /// Build (once) the loaders of the scx schedulers that peers/Cargo.toml
+    /// names (cargo install, minutes the first time) into the cache; print
+    /// NAME VERSION PATH for each.
+    Peers {
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
     /// A workload (meant to run inside the VM); prints one JSON line.
     Workload(Workload),
 }
@@ -56,6 +63,14 @@ struct RunArgs {
     /// one); a dynamic one goes in with the libraries it loads.
     #[arg(long)]
     warmcore: Option<PathBuf>,
+    /// Another executable to put in the VM's /bin under its own name, with
+    /// the libraries it loads (repeatable).
+    #[arg(long = "bin", value_name = "PATH")]
+    bins: Vec<PathBuf>,
+    /// Put the loaders of the scx schedulers in too (`warmcore vm peers`
+    /// builds them once).
+    #[arg(long)]
+    peers: bool,
     /// Print the kernel's console log after the command's output.
     #[arg(long)]
     kmsg: bool,
@@ -72,6 +87,12 @@ pub fn run(a: VmArgs) -> Result<i32> {
         Some(VmSub::Run(r)) => warmcore_vm::boot(&r.into()),
         Some(VmSub::Kernel { cache }) => {
             println!("{}", warmcore_vm::kernel_auto(&warmcore_vm::cache_dir(cache.as_deref())?)?.display());
+            Ok(0)
+        }
+        Some(VmSub::Peers { cache }) => {
+            for (p, bin) in warmcore_vm::peers::install(&warmcore_vm::cache_dir(cache.as_deref())?)? {
+                println!("{} {} {}", p.name, p.version, bin.display());
+            }
             Ok(0)
         }
         Some(VmSub::Workload(w)) => {
@@ -92,6 +113,8 @@ impl From<RunArgs> for warmcore_vm::Options {
             mem: r.mem,
             timeout: r.timeout,
             warmcore: r.warmcore,
+            bins: r.bins,
+            peers: r.peers,
             kmsg: r.kmsg,
             cache: r.cache,
             command: r.command,

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `warmcore vm`: boot a kernel with sched_ext under QEMU (single-threaded
-//! TCG, `-cpu max`) with a busybox initramfs that holds this warmcore binary
-//! and the libraries it loads, run a command inside, and return its output
-//! and exit status.
-//! [`workload`]: the test and benchmark workloads run inside.
+//! TCG, `-cpu max`) with a busybox initramfs that holds this warmcore binary,
+//! any other binaries asked for (the peers' loaders among them) and the
+//! libraries each loads, run a command inside, and return its output and
+//! exit status.
+//! [`workload`]: the test and benchmark workloads run inside; [`peers`]:
+//! the scx project's loaders, built once into the cache.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+pub mod peers;
 pub mod proc;
 pub mod workload;
 
@@ -33,6 +36,11 @@ pub struct Options {
     pub timeout: Duration,
     /// The warmcore binary to put in the VM (default: the running one).
     pub warmcore: Option<PathBuf>,
+    /// More executables to put in the VM's /bin, under their own names,
+    /// each with the libraries it loads.
+    pub bins: Vec<PathBuf>,
+    /// Put the peers' loaders in too ([`peers::install`] builds them once).
+    pub peers: bool,
     /// Print the kernel's console log after the command's output.
     pub kmsg: bool,
     /// Cache directory (default: $XDG_CACHE_HOME/warmcore or ~/.cache/warmcore).
@@ -41,7 +49,7 @@ pub struct Options {
     pub command: Vec<String>,
 }
 
-/// The cache of fetched kernels: `opt`, else $XDG_CACHE_HOME/warmcore or
+/// The cache of fetched kernels and built peers: `opt`, else $XDG_CACHE_HOME/warmcore or
 /// ~/.cache/warmcore.
 pub fn cache_dir(opt: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = opt {
@@ -95,15 +103,44 @@ fn vm_binary(opt: Option<&Path>) -> Result<PathBuf> {
     let Some(p) = opt else {
         return std::env::current_exe().context("locating this executable");
     };
+    check_executable("--warmcore", p, "build warmcore with `make build`")?;
+    Ok(p.to_path_buf())
+}
+
+/// `p` is an ELF file, or an error in one line naming `option` and `what to do`.
+fn check_executable(option: &str, p: &Path, todo: &str) -> Result<()> {
     if !p.is_file() {
-        bail!("--warmcore {}: no such file", p.display());
+        bail!("{option} {}: no such file", p.display());
     }
     let mut magic = [0u8; 4];
     let elf = std::fs::File::open(p).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"\x7fELF";
     if !elf {
-        bail!("--warmcore {}: not an executable (build warmcore with `make build`)", p.display());
+        bail!("{option} {}: not an executable ({todo})", p.display());
     }
-    Ok(p.to_path_buf())
+    Ok(())
+}
+
+/// Each `--bin` is an executable (checked before anything slow runs).
+fn check_bins(r: &Options) -> Result<()> {
+    r.bins.iter().try_for_each(|b| check_executable("--bin", b, "give the path of a compiled program"))
+}
+
+/// The extra binaries to put in the VM: `--bin`s, then the peers' loaders
+/// when asked for; each name once, none named `warmcore`.
+fn extra_binaries(r: &Options, cache: &Path) -> Result<Vec<PathBuf>> {
+    check_bins(r)?;
+    let mut bins = r.bins.clone();
+    if r.peers {
+        bins.extend(peers::install(cache)?.into_iter().map(|(_, b)| b));
+    }
+    let mut names = std::collections::BTreeSet::from(["warmcore".to_string()]);
+    for b in &bins {
+        let name = b.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !names.insert(name.clone()) {
+            bail!("--bin {}: the VM's /bin already has a {name}: give each binary a name of its own", b.display());
+        }
+    }
+    Ok(bins)
 }
 
 /// What a dynamic executable loads: its shared libraries and the dynamic
@@ -177,7 +214,7 @@ poweroff -f
 "#;
 
 /// Build the initramfs (newc cpio, gzip) in @dir.
-fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> Result<PathBuf> {
+fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, bins: &[PathBuf], command: &[String]) -> Result<PathBuf> {
     let root = dir.join("root");
     for d in ["bin", "sbin", "proc", "sys", "dev", "tmp", "etc", "boot"] {
         std::fs::create_dir_all(root.join(d))?;
@@ -192,15 +229,24 @@ fn initramfs(dir: &Path, kernel: &Path, warmcore: &Path, command: &[String]) -> 
     }
     let busybox = static_busybox()?;
     std::fs::copy(&busybox, root.join("bin/busybox"))?;
-    std::fs::copy(warmcore, root.join("bin/warmcore"))?;
-    for lib in shared_libraries(warmcore)? {
-        let dest = root.join(lib.strip_prefix("/").unwrap_or(&lib));
-        std::fs::create_dir_all(dest.parent().unwrap_or(&root))?;
-        std::fs::copy(&lib, &dest).with_context(|| format!("copying {} into the initramfs", lib.display()))?;
+    let mut placed = vec![(warmcore.to_path_buf(), root.join("bin/warmcore"))];
+    for b in bins {
+        placed.push((b.clone(), root.join("bin").join(b.file_name().unwrap_or_default())));
+    }
+    for (bin, dest) in &placed {
+        std::fs::copy(bin, dest).with_context(|| format!("copying {} into the initramfs", bin.display()))?;
+        for lib in shared_libraries(bin)? {
+            let dest = root.join(lib.strip_prefix("/").unwrap_or(&lib));
+            if dest.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(dest.parent().unwrap_or(&root))?;
+            std::fs::copy(&lib, &dest).with_context(|| format!("copying {} into the initramfs", lib.display()))?;
+        }
     }
     let out = Command::new(root.join("bin/busybox")).arg("--list").output()?;
     for applet in String::from_utf8_lossy(&out.stdout).lines() {
-        if applet != "busybox" && applet != "warmcore" {
+        if applet != "busybox" && !placed.iter().any(|(_, d)| d.file_name().is_some_and(|n| n == applet)) {
             let _ = std::os::unix::fs::symlink("busybox", root.join("bin").join(applet));
         }
     }
@@ -228,6 +274,7 @@ pub fn boot(r: &Options) -> Result<i32> {
     if r.command.is_empty() {
         bail!("no command: `warmcore vm [OPTIONS] -- COMMAND...`, e.g. `warmcore vm -- warmcore sched --run-for 5`");
     }
+    check_bins(r)?;
     let qemu = which("qemu-system-x86_64").context("qemu-system-x86_64 not found: install qemu-system-x86 (scripts/setup.sh)")?;
     let cache = cache_dir(r.cache.as_deref())?;
     let kernel = if r.kernel == "auto" {
@@ -240,16 +287,17 @@ pub fn boot(r: &Options) -> Result<i32> {
         p
     };
     let warmcore = vm_binary(r.warmcore.as_deref())?;
+    let bins = extra_binaries(r, &cache)?;
     let dir = std::env::temp_dir().join(format!("warmcore-vm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let res = boot_in(r, &qemu, &kernel, &warmcore, &dir);
+    let res = boot_in(r, &qemu, &kernel, &warmcore, &bins, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     res
 }
 
-fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, dir: &Path) -> Result<i32> {
-    let initrd = initramfs(dir, kernel, warmcore, &r.command)?;
+fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[PathBuf], dir: &Path) -> Result<i32> {
+    let initrd = initramfs(dir, kernel, warmcore, bins, &r.command)?;
     let console = dir.join("console.log");
     let output = dir.join("output.log");
     if r.sockets == 0 || r.cpus % r.sockets != 0 || r.mem % r.sockets != 0 {
@@ -376,6 +424,54 @@ mod tests {
         // The static busybox the initramfs is built on (scripts/setup.sh installs it).
         let busybox = static_busybox().unwrap();
         assert!(shared_libraries(&busybox).unwrap().is_empty());
+    }
+
+    fn options(bins: Vec<PathBuf>) -> Options {
+        Options {
+            kernel: "auto".into(),
+            cpus: 1,
+            sockets: 1,
+            append: None,
+            mem: 256,
+            timeout: Duration::from_secs(1),
+            warmcore: None,
+            bins,
+            peers: false,
+            kmsg: false,
+            cache: None,
+            command: vec![],
+        }
+    }
+
+    #[test]
+    fn extra_binaries_are_checked_and_named_once() {
+        let busybox = static_busybox().unwrap();
+        let me = std::env::current_exe().unwrap();
+        let cache = Path::new("/nonexistent");
+        assert_eq!(extra_binaries(&options(vec![busybox.clone(), me.clone()]), cache).unwrap(), vec![busybox.clone(), me]);
+        let e = extra_binaries(&options(vec![busybox.clone(), busybox.clone()]), cache).unwrap_err().to_string();
+        assert!(e.contains("the VM's /bin already has a busybox"), "{e}");
+        let e = extra_binaries(&options(vec![PathBuf::from("/nonexistent/scx_x")]), cache).unwrap_err().to_string();
+        assert!(e.contains("--bin /nonexistent/scx_x: no such file"), "{e}");
+    }
+
+    #[test]
+    fn an_extra_binary_goes_in_under_its_name_with_its_libraries() {
+        let dir = std::env::temp_dir().join(format!("warmcore-vm-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let me = std::env::current_exe().unwrap();
+        let busybox = static_busybox().unwrap();
+        initramfs(&dir, Path::new("/nonexistent/vmlinuz"), &busybox, &[me.clone()], &["true".into()]).unwrap();
+        let root = dir.join("root");
+        assert!(root.join("bin").join(me.file_name().unwrap()).is_file());
+        for lib in shared_libraries(&me).unwrap() {
+            assert!(root.join(lib.strip_prefix("/").unwrap()).is_file(), "{} missing", lib.display());
+        }
+        // Busybox's applets link to it; the extra binary is not replaced by one.
+        assert!(std::fs::symlink_metadata(root.join("bin/sh")).unwrap().file_type().is_symlink());
+        assert!(!std::fs::symlink_metadata(root.join("bin").join(me.file_name().unwrap())).unwrap().file_type().is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

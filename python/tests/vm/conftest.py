@@ -17,6 +17,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import tomllib
 
 import pytest
 
@@ -25,6 +26,9 @@ from conftest import BIN, ROOT, require
 GUEST = pathlib.Path(__file__).resolve().parent / "guest"
 KEPT = ROOT / "out" / "test-vm"
 POLICIES = ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"]
+# The scx project's schedulers run beside them (their loaders' names), as
+# peers/Cargo.toml names them.
+PEERS = list(tomllib.loads((ROOT / "peers" / "Cargo.toml").read_text())["dependencies"])
 
 # Each boot: `warmcore vm` options and its guest script.
 BOOTS = {
@@ -33,6 +37,10 @@ BOOTS = {
     "main": ["--cpus", "4", "--timeout", "3600"],
     "topo": ["--cpus", "4", "--sockets", "2", "--append", "maxcpus=3", "--timeout", "900"],
     "wide": ["--cpus", os.environ.get("WIDE_CPUS", "72"), "--mem", "2048", "--timeout", "1200"],
+    # The peers' loaders, each under the stress: 2 to 3 minutes once they
+    # are built (`warmcore vm --peers` builds what is missing, 10 to 40
+    # minutes on 2 cores; scripts/test-sched-vm.sh does it first).
+    "peers": ["--cpus", "4", "--peers", "--timeout", "2400"],
 }
 
 REPORTS = []
@@ -98,7 +106,8 @@ def boot(name, config):
     require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
     require("vm", None if shutil.which("qemu-system-x86_64") else "no qemu-system-x86_64")
     secs = os.environ.get("WC_TEST_SECS", "30")
-    script = (GUEST / "lib.sh").read_text() + f"SECS={secs}\n" + (GUEST / f"{name}.sh").read_text()
+    script = (GUEST / "lib.sh").read_text() + f"SECS={secs}\nPEERS='{' '.join(PEERS)}'\n" \
+        + (GUEST / f"{name}.sh").read_text()
     KEPT.mkdir(parents=True, exist_ok=True)
     path, errpath = KEPT / f"{name}.log", KEPT / f"{name}.err"
     tr, cm = config.pluginmanager.get_plugin("terminalreporter"), config.pluginmanager.get_plugin("capturemanager")
@@ -115,6 +124,14 @@ def boot(name, config):
     return g
 
 
+def check_stress(vm, who):
+    """The mixed stress and the pinned, cpuset and niced tasks beside it
+    (guest/lib.sh, stress_beside) all finished with status 0."""
+    m = vm.js("MIXED", who)
+    assert vm.get("MIXED_RC", who) == "0" and m is not None and m["failed"] == 0, f"{who}: {m}"
+    assert vm.get("BESIDE_RC", who) == "0 0 0", f"{who}: exit statuses {vm.get('BESIDE_RC', who)}"
+
+
 @pytest.fixture(scope="session")
 def main_vm(request):
     return boot("main", request.config)
@@ -128,3 +145,8 @@ def topo_vm(request):
 @pytest.fixture(scope="session")
 def wide_vm(request):
     return boot("wide", request.config)
+
+
+@pytest.fixture(scope="session")
+def peers_vm(request):
+    return boot("peers", request.config)

@@ -15,7 +15,7 @@ reported here."""
 
 import pytest
 
-from .conftest import POLICIES, report
+from .conftest import POLICIES, check_stress, report
 
 
 @pytest.fixture(params=POLICIES)
@@ -36,13 +36,8 @@ def test_still_enabled_after_the_stress(main_vm, p):
     assert main_vm.get("STATE_AFTER", p) == "enabled", f"{p}: {main_vm.get('STATE_AFTER', p)!r}"
 
 
-def test_every_process_of_the_stress_finished(main_vm, p):
-    m = main_vm.js("MIXED", p)
-    assert main_vm.get("MIXED_RC", p) == "0" and m is not None and m["failed"] == 0, f"{p}: {m}"
-
-
-def test_pinned_cpuset_and_niced_tasks_beside_the_stress_finished(main_vm, p):
-    assert main_vm.get("BESIDE_RC", p) == "0 0 0", f"{p}: exit statuses {main_vm.get('BESIDE_RC', p)}"
+def test_the_stress_and_the_pinned_cpuset_and_niced_tasks_beside_it_finished(main_vm, p):
+    check_stress(main_vm, p)
 
 
 def test_detached_on_sigint_with_status_0(main_vm, p):

@@ -10,9 +10,7 @@
 # hot path), and frequency steering on, so that the kernel's verifier and
 # the stress see the code a machine with schedutil runs (this VM has no
 # cpufreq, where `auto` would leave it off). One short run checks --profile.
-mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
-echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
-mkdir -p /sys/fs/cgroup/wc; echo 2-3 > /sys/fs/cgroup/wc/cpuset.cpus
+cpuset_setup
 echo "QOS_BEFORE $(qos)"
 run_policy() {
   P=$1; shift
@@ -22,14 +20,7 @@ run_policy() {
   wait_enabled
   echo "STATE $P $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
   echo "LOAD_S $P $(since $t0)"
-  # Beside the stress: a task pinned to CPU 1, two in a cpuset of CPUs 2-3,
-  # two at nice 19.
-  taskset -c 1 warmcore vm workload hogs --n 1 --secs $SECS > /dev/null & B1=$!
-  sh -c "echo \$\$ > /sys/fs/cgroup/wc/cgroup.procs && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B2=$!
-  sh -c "renice -n 19 -p \$\$ > /dev/null && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B3=$!
-  warmcore vm workload mixed --secs $SECS | sed "s/^/MIXED $P /"; echo "MIXED_RC $P $?"
-  wait $B1; R1=$?; wait $B2; R2=$?; wait $B3; R3=$?
-  echo "BESIDE_RC $P $R1 $R2 $R3"
+  stress_beside $P
   echo "STATE_AFTER $P $(state)"
   case $P in
   default)
