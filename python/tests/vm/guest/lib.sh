@@ -51,13 +51,18 @@ cpuset_setup() {
   echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
   mkdir -p /sys/fs/cgroup/wc; echo 2-3 > /sys/fs/cgroup/wc/cpuset.cpus
 }
-# stress_beside TAG: the mixed stress of $SECS s, and beside it a task
-# pinned to CPU 1, two in the cpuset of CPUs 2-3 (cpuset_setup), two at
-# nice 19; MIXED, MIXED_RC and BESIDE_RC lines.
+# stress_beside TAG [unniced]: the mixed stress of $SECS s, and beside it a
+# task pinned to CPU 1, two in the cpuset of CPUs 2-3 (cpuset_setup), two
+# at nice 19 unless `unniced` (then a task that ends at once stands in for
+# them); MIXED, MIXED_RC and BESIDE_RC lines.
 stress_beside() {
   taskset -c 1 warmcore vm workload hogs --n 1 --secs $SECS > /dev/null & B1=$!
   sh -c "echo \$\$ > /sys/fs/cgroup/wc/cgroup.procs && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B2=$!
-  sh -c "renice -n 19 -p \$\$ > /dev/null && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B3=$!
+  if [ "$2" = unniced ]; then
+    true & B3=$!
+  else
+    sh -c "renice -n 19 -p \$\$ > /dev/null && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B3=$!
+  fi
   warmcore vm workload mixed --secs $SECS | sed "s/^/MIXED $1 /"; echo "MIXED_RC $1 $?"
   wait $B1; R1=$?; wait $B2; R2=$?; wait $B3; R3=$?
   echo "BESIDE_RC $1 $R1 $R2 $R3"

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The peers' boot (4 vCPUs, `warmcore vm --peers`): each of the scx
 # project's loaders named in $PEERS, as released and with its default
-# options, under the mixed stress of $SECS s beside pinned, cpuset and
-# niced tasks (as each policy of warmcore sched in main.sh), then SIGINT.
+# options, under the mixed stress of $SECS s beside pinned and cpuset
+# tasks (as each policy of warmcore sched in main.sh, without its nice-19
+# pair: with it, the watchdog ejects all three for the niced task's stall,
+# docs/peers-in-the-vm.md), then SIGINT.
 # The kernel's log is cleared before each, so that the sched_ext lines read
 # after it are its own. Each line is TAG PEER VALUE, read by test_peers.py.
 cpuset_setup
@@ -17,7 +19,7 @@ for P in $PEERS; do
   echo "STATE $P $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
   echo "LOAD_S $P $(since $t0)"
   if is_state enabled; then
-    stress_beside $P
+    stress_beside $P unniced
     echo "STATE_AFTER $P $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
     kill -INT $S 2>/dev/null
   fi
