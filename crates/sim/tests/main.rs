@@ -19,6 +19,8 @@ mod kernel_time;
 mod model;
 #[path = "nest.rs"]
 mod nest;
+#[path = "peers.rs"]
+mod peers;
 #[path = "policies.rs"]
 mod policies;
 #[path = "scx.rs"]
