@@ -39,6 +39,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install -q cargo-fuzz --locked
 fi
 
+# The scx project's schedulers the simulator hosts (peers/Cargo.toml): their
+# sources into cargo's registry, where crates/sim/build.rs compiles their BPF
+# files for the host (docs/peers.md). Offline when they are already there.
+cargo fetch -q --manifest-path peers/Cargo.toml --offline 2>/dev/null ||
+    cargo fetch -q --manifest-path peers/Cargo.toml
+
 # The Python side (tests that decode exports, the viewer) lives in .venv.
 if [ ! -x .venv/bin/python ] || ! cmp -s python/requirements.txt .venv/.requirements 2>/dev/null; then
     echo "setup: creating .venv"

@@ -1,52 +1,73 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Builds the sched_ext program of crates/sched (src/bpf/main.bpf.c and the
-//! parts it includes, the files the kernel loads) for the host, as a shared
-//! object that the simulator embeds and loads once per run (`scx:NAME`
-//! policies, src/scx/).
+//! Builds the sched_ext programs the simulator runs as `scx:NAME` policies
+//! for the host, each as a shared object that the simulator embeds and
+//! loads once per run (src/scx/):
+//! - warmcore's own (crates/sched/src/bpf/main.bpf.c and the parts it
+//!   includes, the files the kernel loads): `scx:default`, `scx:nest`, ...;
+//! - the scx project's schedulers named in peers/Cargo.toml ("peers"): their
+//!   BPF files as their own build compiles them, unmodified, from the
+//!   sources `cargo fetch --manifest-path peers/Cargo.toml` put in cargo's
+//!   registry; the files are the ones the peer's recipe (peers/NAME.toml)
+//!   lists, checked against the peer's own build.rs. A peer whose sources
+//!   are not there is left out with a warning saying how to fetch them, and
+//!   its name says the same at run time.
 //!
 //! The headers are those of the BPF build: the scx headers and vmlinux.h
-//! that scx_cargo ships, libbpf's from libbpf-sys. From the program's text
-//! (main.bpf.c with its parts in place, as the compiler reads it) this
-//! script generates two tables that host.c compiles in: its maps (name,
-//! type, sizes) and its load-time knobs (`const volatile` globals), so that
-//! a map or knob added to any part needs no change here. It also keeps the
-//! program's files as built, for the tests' variants (scx::Source).
+//! that scx_cargo ships, libbpf's from libbpf-sys. src/scx/build_program.rs
+//! does the build (the programs' tables, BPF's arithmetic, the link with
+//! scx/host.c); this script finds the sources and writes the generated
+//! headers every program shares (the SCX_* enum names, the BPF helpers).
 //!
 //! Without the feature scx (the fuzz targets' build) there is no program to
 //! build, and neither clang nor the BPF headers are needed.
 #![cfg_attr(not(feature = "scx"), allow(dead_code, unused_imports))]
+// build_program.rs serves the crate too (run-time builds).
+#![allow(dead_code)]
 
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
-#[path = "../sched/bpf_parts.rs"]
-mod bpf_parts;
+#[path = "src/scx/build_program.rs"]
+mod build_program;
 
 const PROGRAM: &str = "../sched/src/bpf/main.bpf.c";
+const PEERS: &str = "../../peers";
 
 #[cfg(not(feature = "scx"))]
 fn main() {}
+
+/// A peer as peers/Cargo.toml and its lock name it.
+struct Peer {
+    /// The crate, scx_NAME.
+    krate: String,
+    /// NAME: `scx:NAME`, peers/NAME.toml.
+    name: String,
+    version: String,
+    recipe: PathBuf,
+    /// The crate's unpacked sources in cargo's registry, if fetched.
+    dir: Option<PathBuf>,
+}
 
 #[cfg(feature = "scx")]
 fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let here = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let (files, program) = bpf_parts::program(&here.join(PROGRAM));
+    let (files, _) = build_program::expand(&here.join(PROGRAM)).unwrap_or_else(|e| panic!("{e}"));
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }
-    for f in ["../sched/src/bpf/intf.h", "../sched/bpf_parts.rs", "scx/host.c", "scx/host.h", "scx/prelude.h"] {
+    for f in ["../sched/src/bpf/intf.h", "scx/host.c", "scx/host.h", "scx/prelude.h", "scx/tables.h", "src/scx/build_program.rs"] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
+    println!("cargo:rerun-if-env-changed=CARGO_HOME");
 
     // scx_cargo unpacks its headers (and vmlinux.h) into OUT_DIR when a
     // builder is made; it also checks the compiler is clang 18 or newer.
     scx_cargo::BpfBuilder::new().unwrap_or_else(|e| {
-        panic!("building the sched_ext program for the simulator needs clang 18 or newer (BPF_CLANG, default clang): {e:#}")
+        panic!("building the sched_ext programs for the simulator needs clang 18 or newer (BPF_CLANG, default clang): {e:#}")
     });
     let scx_h = out.join("scx_utils-bpf_h");
     let libbpf_h = out.join("libbpf");
@@ -54,50 +75,218 @@ fn main() {
     for (name, text) in libbpf_rs::libbpf_sys::API_HEADERS.iter() {
         fs::write(libbpf_h.join("bpf").join(name), text).unwrap();
     }
-
-    fs::write(out.join("wc_scx_tables.h"), tables(&program)).unwrap();
-    let program_dir = here.join("../sched/src/bpf");
-    fs::write(out.join("wc_scx_source.rs"), source(&program_dir, &files)).unwrap();
+    let helper_defs = fs::read_to_string(libbpf_h.join("bpf/bpf_helper_defs.h")).expect("libbpf's bpf_helper_defs.h");
+    fs::write(out.join("wc_scx_helpers.h"), build_program::helper_redirects(&helper_defs)).unwrap();
+    let enums = fs::read_to_string(scx_h.join("scx/enums.autogen.bpf.h")).unwrap();
+    fs::write(out.join("wc_scx_enum_undefs.h"), build_program::enum_undefs(&enums)).unwrap();
     let intf = fs::read_to_string("../sched/src/bpf/intf.h").expect("reading crates/sched/src/bpf/intf.h");
     fs::write(out.join("wc_stat_names.rs"), enum_names(&intf, "wc_stat", "WC_ST_")).unwrap();
-    let enums = fs::read_to_string(scx_h.join("scx/enums.autogen.bpf.h")).unwrap();
-    fs::write(out.join("wc_scx_enum_undefs.h"), enum_undefs(&enums)).unwrap();
 
     let clang = env::var("BPF_CLANG").unwrap_or_else(|_| "clang".into());
-    let mut args: Vec<String> = ["-O2", "-g0", "-fPIC", "-shared", "-fms-extensions", "-D__SCX_TARGET_ARCH_x86"]
+    let vmlinux = scx_h.join("arch/x86/vmlinux.h");
+    let mut cflags: Vec<String> = ["-g0", "-fPIC", "-fms-extensions", "-D__SCX_TARGET_ARCH_x86"]
         .iter()
         // vmlinux.h's BPF-only attributes (preserve_access_index) are
-        // ignored by a host build, and said so once per type.
-        .chain(&["-Wno-unknown-attributes", "-Wno-microsoft-anon-tag", "-Wno-unused-function"])
-        // Every symbol resolved at link time (libc only), and the program's
-        // calls bound to its own definitions: each loaded copy is closed.
-        .chain(&["-Wl,-z,defs", "-Wl,-Bsymbolic"])
+        // ignored by a host build, and said so once per type; the peers
+        // drop const from idle masks as their BPF build allows.
+        .chain(&[
+            "-Wno-unknown-attributes",
+            "-Wno-microsoft-anon-tag",
+            "-Wno-unused-function",
+            "-Wno-incompatible-pointer-types-discards-qualifiers",
+        ])
         .map(|s| s.to_string())
         .collect();
+    cflags.push(format!("-DWC_LINUX_KERNEL_VERSION={}", kernel_version(&vmlinux)));
     for dir in [out.clone(), libbpf_h, scx_h.clone(), scx_h.join("arch/x86"), scx_h.join("bpf-compat"), here.join("scx")] {
-        args.push(format!("-I{}", dir.display()));
+        cflags.push(format!("-I{}", dir.display()));
     }
-    // Last, so that a test's variant of the program (scx::build_variant)
-    // is found first.
-    fs::write(out.join("wc_scx_build.txt"), format!("{clang}\n{}\n{}\n{}\n", here.join("scx/host.c").display(), program_dir.display(), args.join("\n"))).unwrap();
-    args.push(format!("-I{}", program_dir.display()));
-    let so = out.join("warmcore_scx.so");
-    let status = Command::new(&clang)
-        .args(&args)
-        .arg("-o")
-        .arg(&so)
-        .arg(here.join("scx/host.c"))
-        .status()
-        .unwrap_or_else(|e| panic!("running {clang} to build the sched_ext program for the simulator: {e}"));
-    if !status.success() {
-        panic!("{clang} could not build crates/sched/src/bpf/main.bpf.c (and its parts) for the simulator (errors above)");
+    let tc = build_program::Toolchain { clang: clang.clone(), cflags, host_c: here.join("scx/host.c") };
+    fs::write(out.join("wc_scx_toolchain.txt"), tc.to_text()).unwrap();
+
+    // The programs: warmcore's, then each peer whose sources are here.
+    let peers = peers(&here.join(PEERS));
+    let mut jobs: Vec<(String, Vec<PathBuf>)> = vec![("warmcore".into(), vec![here.join(PROGRAM)])];
+    let mut peer_sources = Vec::new();
+    for p in &peers {
+        println!("cargo:rerun-if-changed={}", p.recipe.display());
+        let Some(dir) = &p.dir else {
+            println!(
+                "cargo:warning=scx:{} is left out: the sources of {} {} are not in cargo's registry; `cargo fetch --manifest-path peers/Cargo.toml` fetches them",
+                p.name, p.krate, p.version
+            );
+            continue;
+        };
+        let units = recipe_sources(p, dir);
+        let mut files = Vec::new();
+        for u in &units {
+            let (read, _) = build_program::expand(&dir.join(u)).unwrap_or_else(|e| panic!("{e}"));
+            for f in read {
+                println!("cargo:rerun-if-changed={}", f.display());
+                if !files.contains(&f) {
+                    files.push(f);
+                }
+            }
+        }
+        jobs.push((p.name.clone(), units.iter().map(|u| dir.join(u)).collect()));
+        peer_sources.push((p.name.clone(), dir.clone(), units, files));
     }
-    println!("cargo:rustc-env=WARMCORE_SCX_SO={}", so.display());
+    let built: Vec<(String, Result<PathBuf, String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(name, sources)| {
+                let tc = &tc;
+                let dir = out.join(format!("program-{name}"));
+                s.spawn(move || (name.clone(), build_program::build(tc, sources, &dir)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut so_of = std::collections::BTreeMap::new();
+    for (name, r) in built {
+        match r {
+            Ok(so) => {
+                so_of.insert(name, so);
+            }
+            Err(e) => panic!("building the sched_ext program {name} for the simulator:\n{e}"),
+        }
+    }
+
+    // warmcore's program: its files as built, for the tests' variants.
+    let program_dir = here.join("../sched/src/bpf");
+    fs::write(out.join("wc_scx_source.rs"), source(&program_dir, &files)).unwrap();
+    println!("cargo:rustc-env=WARMCORE_SCX_SO={}", so_of["warmcore"].display());
+
+    // The peers, by name.
+    let mut rs = String::from("[\n");
+    for p in &peers {
+        let recipe = p.recipe.display();
+        match peer_sources.iter().find(|(n, ..)| *n == p.name) {
+            Some((_, dir, units, files)) => {
+                let so = so_of[&p.name].display();
+                writeln!(rs, "    PeerBuild {{ name: {:?}, krate: {:?}, version: {:?}, recipe: include_str!({:?}), recipe_path: {:?},", p.name, p.krate, p.version, recipe.to_string(), recipe.to_string()).unwrap();
+                writeln!(rs, "        so: Some(include_bytes!({:?})),", so.to_string()).unwrap();
+                writeln!(rs, "        units: &{:?},", units).unwrap();
+                writeln!(rs, "        files: &{} }},", source(dir, files)).unwrap();
+            }
+            None => {
+                writeln!(rs, "    PeerBuild {{ name: {:?}, krate: {:?}, version: {:?}, recipe: include_str!({:?}), recipe_path: {:?}, so: None, units: &[], files: &[] }},", p.name, p.krate, p.version, recipe.to_string(), recipe.to_string()).unwrap();
+            }
+        }
+    }
+    rs.push(']');
+    fs::write(out.join("wc_scx_peers.rs"), rs).unwrap();
 }
 
-/// The program's files as a Rust array of (name under `dir`, text), main.bpf.c
-/// first: the source the built-in program was built from.
-fn source(dir: &std::path::Path, files: &[PathBuf]) -> String {
+/// The peers of peers/Cargo.toml (its dependencies, in order) at the
+/// versions of its lock, with their sources if cargo has fetched them.
+fn peers(dir: &Path) -> Vec<Peer> {
+    let manifest_path = dir.join("Cargo.toml");
+    let lock_path = dir.join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", manifest_path.display());
+    println!("cargo:rerun-if-changed={}", lock_path.display());
+    let manifest: toml::Table = fs::read_to_string(&manifest_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()))
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
+    let lock: toml::Table = fs::read_to_string(&lock_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()))
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
+    let packages = lock.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+    let registry = registry_src();
+    let mut out = Vec::new();
+    let deps = manifest.get("dependencies").and_then(|d| d.as_table()).cloned().unwrap_or_default();
+    for krate in deps.keys() {
+        let version = packages
+            .iter()
+            .filter_map(|p| p.as_table())
+            .find(|p| p.get("name").and_then(|n| n.as_str()) == Some(krate))
+            .and_then(|p| p.get("version"))
+            .and_then(|v| v.as_str())
+            .unwrap_or_else(|| panic!("{}: no version of {krate}", lock_path.display()))
+            .to_string();
+        let name = krate.strip_prefix("scx_").unwrap_or(krate).to_string();
+        let recipe = dir.join(format!("{name}.toml"));
+        assert!(recipe.is_file(), "{} names {krate}, but there is no recipe {}", manifest_path.display(), recipe.display());
+        let wanted = format!("{krate}-{version}");
+        let found = registry.iter().map(|index| index.join(&wanted)).find(|d| d.join("Cargo.toml").is_file());
+        if found.is_none() {
+            // Cargo takes its registry for immutable and never finds a
+            // change there: a file that never exists reruns this script at
+            // every build until the sources are fetched.
+            println!("cargo:rerun-if-changed={}", PathBuf::from(env::var("OUT_DIR").unwrap()).join("peer-sources-missing").display());
+        }
+        out.push(Peer { krate: krate.clone(), name, version, recipe, dir: found });
+    }
+    out
+}
+
+fn cargo_home() -> PathBuf {
+    env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env::var_os("HOME").unwrap_or_default()).join(".cargo"))
+}
+
+/// The index directories of cargo's registry/src, sorted.
+fn registry_src() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(cargo_home().join("registry/src"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The translation units the recipe lists (`sources`), which must be the
+/// ones the peer's own build.rs compiles (`enable_skel`, `add_source`).
+fn recipe_sources(p: &Peer, dir: &Path) -> Vec<String> {
+    let recipe: toml::Table = fs::read_to_string(&p.recipe)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.recipe.display()))
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", p.recipe.display()));
+    let sources: Vec<String> = recipe
+        .get("sources")
+        .and_then(|s| s.as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_else(|| vec!["src/bpf/main.bpf.c".into()]);
+    let build_rs = fs::read_to_string(dir.join("build.rs")).unwrap_or_default();
+    let mut theirs = Vec::new();
+    for call in [".enable_skel(\"", ".add_source(\""] {
+        for part in build_rs.split(call).skip(1) {
+            if let Some(f) = part.split('"').next() {
+                theirs.push(f.to_string());
+            }
+        }
+    }
+    let (mut a, mut b) = (sources.clone(), theirs.clone());
+    a.sort();
+    b.sort();
+    assert!(
+        a == b,
+        "{}: sources {:?}, but {}'s build.rs compiles {:?}",
+        p.recipe.display(),
+        sources,
+        p.krate,
+        theirs
+    );
+    sources
+}
+
+/// KERNEL_VERSION(major, minor, 0) of the vmlinux.h the programs are built
+/// against (its file is named vmlinux-vX.Y...).
+fn kernel_version(vmlinux: &Path) -> u32 {
+    let target = fs::read_link(vmlinux).unwrap_or_else(|_| vmlinux.to_path_buf());
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let v = name.strip_prefix("vmlinux-v").unwrap_or("");
+    let mut parts = v.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    assert!(major > 0, "cannot read the kernel version of {}", target.display());
+    (major << 16) | (minor << 8)
+}
+
+/// The program's files as a Rust array of (name under `dir`, text), the
+/// first unit first: the source the built-in program was built from.
+fn source(dir: &Path, files: &[PathBuf]) -> String {
     let mut s = String::from("[\n");
     for f in files {
         let name = f.strip_prefix(dir).unwrap_or_else(|_| panic!("{} is not under {}", f.display(), dir.display()));
@@ -109,9 +298,8 @@ fn source(dir: &std::path::Path, files: &[PathBuf]) -> String {
 
 /// The enumerators of `enum NAME` in intf.h, without `prefix`, in lower
 /// case and in order, as a Rust array of strings: the counters of
-/// `enum wc_stat` as `warmcore sched --stats` names them, the policies of
-/// `enum wc_policy` as `warmcore sched --policy` names them. An explicit
-/// value must be the enumerator's position (the names are indexed by it).
+/// `enum wc_stat` as `warmcore sched --stats` names them. An explicit value
+/// must be the enumerator's position (the names are indexed by it).
 fn enum_names(intf: &str, name: &str, prefix: &str) -> String {
     let body = intf
         .split(&format!("enum {name} {{"))
@@ -131,96 +319,4 @@ fn enum_names(intf: &str, name: &str, prefix: &str) -> String {
         })
         .collect();
     format!("[{}]", names.join(", "))
-}
-
-/// `#undef` of every SCX_* name that the scx headers turn into a variable
-/// filled by the loader: on the host they are vmlinux.h's enum constants.
-fn enum_undefs(text: &str) -> String {
-    let mut s = String::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("#define ") {
-            if let Some(name) = rest.split_whitespace().next() {
-                if name.starts_with("SCX_") {
-                    writeln!(s, "#undef {name}").unwrap();
-                }
-            }
-        }
-    }
-    s
-}
-
-/// The maps and knobs of the program, as C tables for host.c.
-fn tables(text: &str) -> String {
-    let mut s = String::from("/* Generated by crates/sim/build.rs from main.bpf.c and its parts. */\n");
-    s.push_str("static struct wc_map wc_maps[] = {\n");
-    for (name, body) in maps(text) {
-        let has = |m: &str| body.contains(&format!("({m},"));
-        let count = |m: &str| format!("sizeof(*{name}.{m}) / sizeof(int)");
-        let size = |ty: &str, sz: &str| {
-            if has(ty) {
-                format!("sizeof(*{name}.{ty})")
-            } else if has(sz) {
-                count(sz)
-            } else {
-                "0".into()
-            }
-        };
-        let max = if has("max_entries") { count("max_entries") } else { "0".into() };
-        writeln!(
-            s,
-            "\t{{ .name = \"{name}\", .def = &{name}, .type = {}, .key_size = {}, .value_size = {}, .max_entries = {max} }},",
-            count("type"),
-            size("key", "key_size"),
-            size("value", "value_size"),
-        )
-        .unwrap();
-    }
-    s.push_str("};\n\nstatic const struct wc_knob wc_knobs[] = {\n");
-    for (name, array) in knobs(text) {
-        if array {
-            writeln!(s, "\t{{ \"{name}\", (void *)&{name}, sizeof({name}[0]), sizeof({name}) / sizeof({name}[0]) }},")
-                .unwrap();
-        } else {
-            writeln!(s, "\t{{ \"{name}\", (void *)&{name}, sizeof({name}), 1 }},").unwrap();
-        }
-    }
-    s.push_str("};\n\n");
-    let ops = text
-        .split("SCX_OPS_DEFINE(")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .map(str::trim)
-        .expect("main.bpf.c defines no SCX_OPS_DEFINE(name, ...)");
-    writeln!(s, "#define WC_OPS {ops}").unwrap();
-    s
-}
-
-/// `struct { ... } NAME SEC(".maps");`: each map's name and body.
-fn maps(text: &str) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("SEC(\".maps\")") {
-        let before = &rest[..at];
-        let close = before.rfind('}').expect("a map without a struct body");
-        let name = before[close + 1..].trim().to_string();
-        let open = before[..close].rfind("struct {").expect("a map without `struct {`");
-        found.push((name, before[open..close].to_string()));
-        rest = &rest[at + 1..];
-    }
-    found
-}
-
-/// Top-level `const volatile TYPE NAME[ N ] = ...;`: each knob's name and
-/// whether it is an array.
-fn knobs(text: &str) -> Vec<(String, bool)> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("const volatile "))
-        .filter_map(|l| {
-            let decl = l.split(['=', ';']).next()?.trim();
-            let array = decl.contains('[');
-            let decl = decl.split('[').next()?.trim();
-            let name = decl.rsplit(|c: char| c.is_whitespace() || c == '*').next()?;
-            Some((name.to_string(), array))
-        })
-        .collect()
 }

@@ -1,80 +1,59 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The sched_ext program of crates/sched (main.bpf.c and the parts it
- * includes, the very files the kernel loads) built as a host shared object
- * that the simulator loads, one fresh copy per run
- * (crates/sim/src/scx/program.rs), so that every run has its own globals,
- * maps and masks.
+ * The host layer: the kernel a sched_ext program built for the host runs
+ * on (the BPF helpers, kfuncs, per-CPU variables and kconfig values it
+ * calls or reads) and the entry points the simulator calls, over the
+ * simulator's `wc_host_ops` (host.h). Linked with the program's units
+ * (crates/sim/src/scx/build_program.rs) into one shared object that the
+ * simulator loads, one fresh copy per run (crates/sim/src/scx/program.rs),
+ * so that every run has its own globals, maps and masks.
  *
- * This file is one translation unit: the prelude (the scx headers with their
- * BPF-only constructs given a host meaning), the program, the tables that
- * build.rs generates from it (its maps and its load-time knobs), then the
- * helpers and kfuncs the program calls, over the simulator's `wc_host_ops`
- * (host.h). No libc header is included: vmlinux.h's kernel types collide
- * with them; the three libc functions used are declared here.
+ * The program's units are found through the generated wc_glue.h: each
+ * brings its own tables (tables.h) of maps, globals and syscall programs.
+ * No libc header is included: vmlinux.h's kernel types collide with them;
+ * the two libc functions used are declared here.
  *
- * What each kfunc does follows kernel/sched/ext.c and ext_idle.c; the
- * simulator side says which parts of them it models.
+ * What each helper and kfunc does follows the kernel (kernel/bpf/helpers.c,
+ * kernel/bpf/cpumask.c, kernel/sched/ext.c and ext_idle.c);
+ * docs/sched-ext-in-the-simulator.md lists them with what is modelled.
  */
 #include "prelude.h"
-
-/* The program's `const volatile` knobs are set before it runs, as the
- * loader sets them before load: plain globals here. Only the program's own
- * text (main.bpf.c, its parts, intf.h) is affected; the scx headers it
- * includes were included by the prelude. */
-#define const
-#include "main.bpf.c"
-#undef const
-
 #include "host.h"
+#include "tables.h"
+#include "wc_glue.h"
 
 void *calloc(unsigned long n, unsigned long size);
 void free(void *p);
 
-#define WC_MAP_NAME_MAX 32
-
-struct wc_map {
-	const char *name;
-	void *def;		/* the program's map variable: the map's identity */
-	u32 type;
-	u32 key_size;
-	u32 value_size;
-	u32 max_entries;
-	/* Storage, laid out as the kernel does: values rounded up to 8 bytes;
-	 * per-CPU arrays hold nr_cpus copies of each entry, CPU-major. */
-	u32 stride;
-	u8 *values;
-	u8 *keys;		/* HASH */
-	u8 *used;		/* HASH */
-	u32 storage_slot;	/* TASK_STORAGE */
-};
-
-struct wc_knob {
-	const char *name;
-	void *addr;
-	u32 size;		/* of one element */
-	u32 count;		/* elements (1 for a scalar) */
-};
-
-/* build.rs: wc_maps[], wc_knobs[], WC_OPS. */
-#include "wc_scx_tables.h"
-
-#define WC_NR_MAPS (sizeof(wc_maps) / sizeof(wc_maps[0]))
-#define WC_NR_KNOBS (sizeof(wc_knobs) / sizeof(wc_knobs[0]))
-#define WC_MAX_TASK_STORAGE 4
+#define WC_NR_TUS (sizeof(wc_tus) / sizeof(wc_tus[0]))
+#define WC_MAX_LOCAL_STORAGE 8
 #define WC_MAX_TIMERS 4096
 
 static const struct wc_host_ops *H;
 static u32 wc_nr_cpus;
+static u32 wc_nr_nodes;
+static int *wc_cpu_node;
 
 /* A task as the program sees it, and what the host keeps beside it. */
 struct wc_task {
 	struct task_struct p;
 	u32 tid;
-	void *storage[WC_MAX_TASK_STORAGE];
+	void *storage[WC_MAX_LOCAL_STORAGE];
 };
 
 #define wc_task_of(ptr) ((struct wc_task *)((u8 *)(ptr) - __builtin_offsetof(struct wc_task, p)))
+
+/* Each CPU's idle task (rq->idle): what scx_bpf_cpu_curr() and
+ * bpf_get_current_task_btf() give on an idle CPU, with PF_IDLE and pid 0. */
+static struct wc_task *wc_idle_tasks;
+
+/* The cgroup every task is in: the root (the simulator models no cgroup
+ * hierarchy), with its local storage. */
+struct wc_cgroup {
+	struct cgroup cg;
+	void *storage[WC_MAX_LOCAL_STORAGE];
+};
+static struct wc_cgroup *wc_root_cgroup;
 
 struct wc_timer {
 	struct bpf_timer *timer;
@@ -95,6 +74,9 @@ struct wc_cpumask_node {
 };
 static struct wc_cpumask_node *wc_cpumasks;
 
+/* The online and possible CPUs (every CPU of the machine). */
+static struct cpumask wc_online_mask;
+
 static int wc_streq(const char *a, const char *b)
 {
 	while (*a && *a == *b) {
@@ -111,11 +93,26 @@ static void wc_copy(void *dst, const void *src, u64 n)
 
 static struct wc_map *wc_map_of(void *def)
 {
-	u32 i;
+	static struct wc_map *last;
+	u32 t, i;
 
-	for (i = 0; i < WC_NR_MAPS; i++)
-		if (wc_maps[i].def == def)
-			return &wc_maps[i];
+	if (last && last->def == def)
+		return last;
+	for (t = 0; t < WC_NR_TUS; t++)
+		for (i = 0; i < wc_tus[t]->nr_maps; i++)
+			if (wc_tus[t]->maps[i].def == def)
+				return last = &wc_tus[t]->maps[i];
+	return NULL;
+}
+
+static struct wc_map *wc_map_named(const char *name)
+{
+	u32 t, i;
+
+	for (t = 0; t < WC_NR_TUS; t++)
+		for (i = 0; i < wc_tus[t]->nr_maps; i++)
+			if (wc_streq(wc_tus[t]->maps[i].name, name))
+				return &wc_tus[t]->maps[i];
 	return NULL;
 }
 
@@ -124,9 +121,43 @@ static void wc_error(const char *msg)
 	H->error(H->ctx, msg);
 }
 
+/* ------------------------------------------------------------ kconfig, per-CPU variables */
+
+/*
+ * The program's __kconfig externs, which libbpf fills from the running
+ * kernel's configuration: the ones the scx headers declare, and CONFIG_HZ
+ * (the simulator's tick rate). A program that #defines one of them itself
+ * (scx_flash's CONFIG_HZ) never refers to the variable.
+ */
+unsigned long CONFIG_HZ;
+int LINUX_KERNEL_VERSION = WC_LINUX_KERNEL_VERSION;
+bool CONFIG_PREEMPT_RCU = true;
+const char CONFIG_CC_VERSION_TEXT[64] = "clang (warmcore's host build)";
+const char CONFIG_LOCALVERSION[64] = "";
+
+/*
+ * Per-CPU kernel variables a program reads with bpf_per_cpu_ptr() (scx's
+ * percpu.bpf.h): sd_llc_id (the first CPU of the CPU's last-level cache
+ * domain) and sd_llc_size (its CPUs), kernel/sched/topology.c,
+ * update_top_cache_domain(), from the simulator's topology. The symbol is
+ * the variable's identity; its values live in wc_percpu_values.
+ */
+int sd_llc_id;
+int sd_llc_size;
+
+struct wc_percpu {
+	const void *sym;
+	int *values;		/* nr_cpus of them */
+};
+static struct wc_percpu wc_percpus[] = {
+	{ &sd_llc_id, NULL },
+	{ &sd_llc_size, NULL },
+};
+#define WC_NR_PERCPUS (sizeof(wc_percpus) / sizeof(wc_percpus[0]))
+
 /* ------------------------------------------------------------ helpers */
 
-void *wc_host_map_lookup_elem(void *def, const void *key)
+void *wc_helper_bpf_map_lookup_elem(void *def, const void *key)
 {
 	struct wc_map *m = wc_map_of(def);
 	u32 i, k;
@@ -151,7 +182,22 @@ void *wc_host_map_lookup_elem(void *def, const void *key)
 	return NULL;
 }
 
-long wc_host_map_update_elem(void *def, const void *key, const void *value, u64 flags)
+/* kernel/bpf/helpers.c, bpf_map_lookup_percpu_elem: a per-CPU map's value
+ * of @cpu (NULL for a CPU beyond nr_cpu_ids or a map that is not per-CPU). */
+void *wc_helper_bpf_map_lookup_percpu_elem(void *def, const void *key, __u32 cpu)
+{
+	struct wc_map *m = wc_map_of(def);
+	u32 k;
+
+	if (!m || !m->values || m->type != BPF_MAP_TYPE_PERCPU_ARRAY || cpu >= wc_nr_cpus)
+		return NULL;
+	k = *(const u32 *)key;
+	if (k >= m->max_entries)
+		return NULL;
+	return m->values + ((u64)cpu * m->max_entries + k) * m->stride;
+}
+
+long wc_helper_bpf_map_update_elem(void *def, const void *key, const void *value, __u64 flags)
 {
 	struct wc_map *m = wc_map_of(def);
 	void *slot;
@@ -160,7 +206,7 @@ long wc_host_map_update_elem(void *def, const void *key, const void *value, u64 
 	if (!m || !m->values)
 		return -EINVAL;
 	if (m->type == BPF_MAP_TYPE_HASH) {
-		slot = wc_host_map_lookup_elem(def, key);
+		slot = wc_helper_bpf_map_lookup_elem(def, key);
 		if (slot) {
 			if (flags == BPF_NOEXIST)
 				return -EEXIST;
@@ -182,19 +228,19 @@ long wc_host_map_update_elem(void *def, const void *key, const void *value, u64 
 		wc_copy(m->values + (u64)free_i * m->stride, value, m->value_size);
 		return 0;
 	}
-	slot = wc_host_map_lookup_elem(def, key);
+	slot = wc_helper_bpf_map_lookup_elem(def, key);
 	if (!slot)
 		return -E2BIG;
 	if (flags == BPF_NOEXIST)
 		return -EEXIST;
 	/* The bpf_timer inside a value is kept as it is (as the kernel's
-	 * copy_map_value skips special fields): only this program has timers in
-	 * arrays it never updates whole, so a plain copy is right. */
+	 * copy_map_value skips special fields): only warmcore's program has
+	 * timers in arrays it never updates whole, so a plain copy is right. */
 	wc_copy(slot, value, m->value_size);
 	return 0;
 }
 
-long wc_host_map_delete_elem(void *def, const void *key)
+long wc_helper_bpf_map_delete_elem(void *def, const void *key)
 {
 	struct wc_map *m = wc_map_of(def);
 	u32 i;
@@ -211,26 +257,33 @@ long wc_host_map_delete_elem(void *def, const void *key)
 	return -ENOENT;
 }
 
-u64 wc_host_ktime_get_ns(void)
+__u64 wc_helper_bpf_ktime_get_ns(void)
 {
 	return H->now(H->ctx);
 }
 
-u32 wc_host_smp_processor_id(void)
+__u64 wc_helper_bpf_ktime_get_boot_ns(void)
+{
+	return H->now(H->ctx);
+}
+
+__u32 wc_helper_bpf_get_smp_processor_id(void)
 {
 	return H->cpu(H->ctx);
 }
 
-void *wc_host_task_storage_get(void *def, struct task_struct *task, void *value, u64 flags)
+long wc_helper_bpf_get_numa_node_id(void)
 {
-	struct wc_map *m = wc_map_of(def);
-	struct wc_task *t;
-	void **slot;
+	u32 cpu = H->cpu(H->ctx);
 
-	if (!m || m->type != BPF_MAP_TYPE_TASK_STORAGE || !task)
-		return NULL;
-	t = wc_task_of(task);
-	slot = &t->storage[m->storage_slot];
+	return cpu < wc_nr_cpus ? wc_cpu_node[cpu] : 0;
+}
+
+/* Task and cgroup local storage: a slot per storage map in the object. */
+static void *wc_storage_get(void **slots, struct wc_map *m, void *value, u64 flags)
+{
+	void **slot = &slots[m->storage_slot];
+
 	if (!*slot && (flags & BPF_LOCAL_STORAGE_GET_F_CREATE)) {
 		*slot = calloc(1, m->stride);
 		if (*slot && value)
@@ -239,24 +292,75 @@ void *wc_host_task_storage_get(void *def, struct task_struct *task, void *value,
 	return *slot;
 }
 
-long wc_host_task_storage_delete(void *def, struct task_struct *task)
+static long wc_storage_delete(void **slots, struct wc_map *m)
 {
-	struct wc_map *m = wc_map_of(def);
-	struct wc_task *t;
-
-	if (!m || m->type != BPF_MAP_TYPE_TASK_STORAGE || !task)
-		return -EINVAL;
-	t = wc_task_of(task);
-	if (!t->storage[m->storage_slot])
+	if (!slots[m->storage_slot])
 		return -ENOENT;
-	free(t->storage[m->storage_slot]);
-	t->storage[m->storage_slot] = NULL;
+	free(slots[m->storage_slot]);
+	slots[m->storage_slot] = NULL;
 	return 0;
 }
 
-struct task_struct *wc_host_current_task(void)
+void *wc_helper_bpf_task_storage_get(void *def, struct task_struct *task, void *value, __u64 flags)
 {
-	return H->current_task(H->ctx);
+	struct wc_map *m = wc_map_of(def);
+
+	if (!m || m->type != BPF_MAP_TYPE_TASK_STORAGE || !task)
+		return NULL;
+	return wc_storage_get(wc_task_of(task)->storage, m, value, flags);
+}
+
+long wc_helper_bpf_task_storage_delete(void *def, struct task_struct *task)
+{
+	struct wc_map *m = wc_map_of(def);
+
+	if (!m || m->type != BPF_MAP_TYPE_TASK_STORAGE || !task)
+		return -EINVAL;
+	return wc_storage_delete(wc_task_of(task)->storage, m);
+}
+
+#define wc_cgroup_of(ptr) ((struct wc_cgroup *)((u8 *)(ptr) - __builtin_offsetof(struct wc_cgroup, cg)))
+
+void *wc_helper_bpf_cgrp_storage_get(void *def, struct cgroup *cgroup, void *value, __u64 flags)
+{
+	struct wc_map *m = wc_map_of(def);
+
+	if (!m || m->type != BPF_MAP_TYPE_CGRP_STORAGE || !cgroup)
+		return NULL;
+	return wc_storage_get(wc_cgroup_of(cgroup)->storage, m, value, flags);
+}
+
+long wc_helper_bpf_cgrp_storage_delete(void *def, struct cgroup *cgroup)
+{
+	struct wc_map *m = wc_map_of(def);
+
+	if (!m || m->type != BPF_MAP_TYPE_CGRP_STORAGE || !cgroup)
+		return -EINVAL;
+	return wc_storage_delete(wc_cgroup_of(cgroup)->storage, m);
+}
+
+static struct task_struct *wc_idle_task(u32 cpu)
+{
+	return cpu < wc_nr_cpus ? &wc_idle_tasks[cpu].p : NULL;
+}
+
+struct task_struct *wc_helper_bpf_get_current_task_btf(void)
+{
+	struct task_struct *p = H->current_task(H->ctx);
+
+	return p ? p : wc_idle_task(H->cpu(H->ctx));
+}
+
+__u64 wc_helper_bpf_get_current_task(void)
+{
+	return (__u64)wc_helper_bpf_get_current_task_btf();
+}
+
+__u64 wc_helper_bpf_get_current_pid_tgid(void)
+{
+	struct task_struct *p = wc_helper_bpf_get_current_task_btf();
+
+	return p ? ((u64)p->tgid << 32) | (u32)p->pid : 0;
 }
 
 /* A timer lives in a map value; its slot number is kept in its opaque bytes
@@ -270,7 +374,7 @@ static struct wc_timer *wc_timer_of(struct bpf_timer *timer)
 	return &wc_timers[slot - 1];
 }
 
-long wc_host_timer_init(struct bpf_timer *timer, void *def, u64 flags)
+long wc_helper_bpf_timer_init(struct bpf_timer *timer, void *def, __u64 flags)
 {
 	struct wc_map *m = wc_map_of(def);
 	struct wc_timer *t;
@@ -292,7 +396,7 @@ long wc_host_timer_init(struct bpf_timer *timer, void *def, u64 flags)
 	return 0;
 }
 
-long wc_host_timer_set_callback(struct bpf_timer *timer, void *cb)
+long wc_helper_bpf_timer_set_callback(struct bpf_timer *timer, void *cb)
 {
 	struct wc_timer *t = wc_timer_of(timer);
 
@@ -302,7 +406,7 @@ long wc_host_timer_set_callback(struct bpf_timer *timer, void *cb)
 	return 0;
 }
 
-long wc_host_timer_start(struct bpf_timer *timer, u64 nsecs, u64 flags)
+long wc_helper_bpf_timer_start(struct bpf_timer *timer, __u64 nsecs, __u64 flags)
 {
 	struct wc_timer *t = wc_timer_of(timer);
 	u64 now;
@@ -317,7 +421,7 @@ long wc_host_timer_start(struct bpf_timer *timer, u64 nsecs, u64 flags)
 	return 0;
 }
 
-long wc_host_timer_cancel(struct bpf_timer *timer)
+long wc_helper_bpf_timer_cancel(struct bpf_timer *timer)
 {
 	struct wc_timer *t = wc_timer_of(timer);
 
@@ -326,15 +430,15 @@ long wc_host_timer_cancel(struct bpf_timer *timer)
 	return H->timer_cancel(H->ctx, t - wc_timers);
 }
 
-void *wc_host_kptr_xchg(void **kptr, void *new_ptr)
+void *wc_helper_bpf_kptr_xchg(void *kptr, void *new_ptr)
 {
-	void *old = *kptr;
+	void **at = kptr, *old = *at;
 
-	*kptr = new_ptr;
+	*at = new_ptr;
 	return old;
 }
 
-long wc_host_probe_read_kernel_str(void *dst, u32 size, const void *src)
+long wc_helper_bpf_probe_read_kernel_str(void *dst, __u32 size, const void *src)
 {
 	const char *s = src;
 	char *d = dst;
@@ -348,9 +452,50 @@ long wc_host_probe_read_kernel_str(void *dst, u32 size, const void *src)
 	return i + 1;
 }
 
-long wc_host_probe_read_kernel(void *dst, u32 size, const void *src)
+long wc_helper_bpf_probe_read_kernel(void *dst, __u32 size, const void *src)
 {
 	wc_copy(dst, src, size);
+	return 0;
+}
+
+/* kernel/bpf/helpers.c, bpf_per_cpu_ptr: @cpu's copy of a per-CPU kernel
+ * variable (NULL beyond nr_cpu_ids, or for a variable the host does not
+ * model, which the program then sees as absent). */
+void *wc_helper_bpf_per_cpu_ptr(const void *sym, __u32 cpu)
+{
+	u32 i;
+
+	if (cpu >= wc_nr_cpus)
+		return NULL;
+	for (i = 0; i < WC_NR_PERCPUS; i++)
+		if (wc_percpus[i].sym == sym && wc_percpus[i].values)
+			return &wc_percpus[i].values[cpu];
+	return NULL;
+}
+
+void *wc_helper_bpf_this_cpu_ptr(const void *sym)
+{
+	return wc_helper_bpf_per_cpu_ptr(sym, H->cpu(H->ctx));
+}
+
+/* kernel/trace/bpf_trace.c, bpf_perf_event_read_value: a BPF_MAP_TYPE_PERF_EVENT_ARRAY
+ * slot holds a perf event the loader opened; the simulator models no PMU,
+ * so every slot is empty (-ENOENT, as for a slot the loader left empty). */
+long wc_helper_bpf_perf_event_read_value(void *def, __u64 flags, struct bpf_perf_event_value *buf, __u32 buf_size)
+{
+	if (buf && buf_size)
+		__builtin_memset(buf, 0, buf_size);
+	return -ENOENT;
+}
+
+/* bpf_printk() writes to the trace pipe, which the simulator has not. */
+long wc_helper_bpf_trace_printk(const char *fmt, __u32 fmt_size, ...)
+{
+	return 0;
+}
+
+long wc_helper_bpf_trace_vprintk(const char *fmt, __u32 fmt_size, const void *data, __u32 data_len)
+{
 	return 0;
 }
 
@@ -367,6 +512,11 @@ void bpf_rcu_read_unlock(void)
 struct task_struct *bpf_task_from_pid(s32 pid)
 {
 	return H->task_from_pid(H->ctx, pid);
+}
+
+struct task_struct *bpf_task_acquire(struct task_struct *p)
+{
+	return p;
 }
 
 void bpf_task_release(struct task_struct *p)
@@ -402,7 +552,10 @@ void bpf_iter_num_destroy(struct bpf_iter_num *it)
 {
 }
 
+/* kernel/bpf/cpumask.c. Only the first nr_cpu_ids bits of a mask are ever
+ * set (the kernel's operations work on nr_cpu_ids bits). */
 #define WC_MASK_BITS (sizeof(struct cpumask) * 8)
+#define WC_MASK_WORDS (sizeof(((struct cpumask *)0)->bits) / sizeof(((struct cpumask *)0)->bits[0]))
 
 struct bpf_cpumask *bpf_cpumask_create(void)
 {
@@ -414,6 +567,11 @@ struct bpf_cpumask *bpf_cpumask_create(void)
 	n->next = wc_cpumasks;
 	wc_cpumasks = n;
 	return &n->mask;
+}
+
+struct bpf_cpumask *bpf_cpumask_acquire(struct bpf_cpumask *mask)
+{
+	return mask;
 }
 
 void bpf_cpumask_release(struct bpf_cpumask *mask)
@@ -432,13 +590,13 @@ bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *m)
 
 void bpf_cpumask_set_cpu(u32 cpu, struct bpf_cpumask *m)
 {
-	if (cpu < WC_MASK_BITS)
+	if (cpu < wc_nr_cpus)
 		m->cpumask.bits[cpu / 64] |= 1UL << (cpu % 64);
 }
 
 void bpf_cpumask_clear_cpu(u32 cpu, struct bpf_cpumask *m)
 {
-	if (cpu < WC_MASK_BITS)
+	if (cpu < wc_nr_cpus)
 		m->cpumask.bits[cpu / 64] &= ~(1UL << (cpu % 64));
 }
 
@@ -458,17 +616,47 @@ bool bpf_cpumask_test_and_clear_cpu(u32 cpu, struct bpf_cpumask *m)
 	return was;
 }
 
+void bpf_cpumask_setall(struct bpf_cpumask *m)
+{
+	u32 c;
+
+	for (c = 0; c < wc_nr_cpus; c++)
+		bpf_cpumask_set_cpu(c, m);
+}
+
+void bpf_cpumask_clear(struct bpf_cpumask *m)
+{
+	__builtin_memset(&m->cpumask, 0, sizeof(m->cpumask));
+}
+
 bool bpf_cpumask_empty(const struct cpumask *m)
 {
 	u32 i;
 
-	for (i = 0; i < sizeof(m->bits) / sizeof(m->bits[0]); i++)
+	for (i = 0; i < WC_MASK_WORDS; i++)
 		if (m->bits[i])
 			return false;
 	return true;
 }
 
-#define WC_MASK_WORDS (sizeof(((struct cpumask *)0)->bits) / sizeof(((struct cpumask *)0)->bits[0]))
+bool bpf_cpumask_full(const struct cpumask *m)
+{
+	u32 c;
+
+	for (c = 0; c < wc_nr_cpus; c++)
+		if (!wc_bit(c, m))
+			return false;
+	return true;
+}
+
+u32 bpf_cpumask_weight(const struct cpumask *m)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		n += __builtin_popcountll(m->bits[i]);
+	return n;
+}
 
 /* The first set bit at or after @from, or WC_MASK_BITS (the CPUs beyond
  * the machine's are never set). */
@@ -487,6 +675,26 @@ u32 bpf_cpumask_first(const struct cpumask *m)
 	return wc_next(m, 0);
 }
 
+u32 bpf_cpumask_first_zero(const struct cpumask *m)
+{
+	u32 cpu;
+
+	for (cpu = 0; cpu < wc_nr_cpus; cpu++)
+		if (!wc_bit(cpu, m))
+			return cpu;
+	return WC_MASK_BITS;
+}
+
+u32 bpf_cpumask_first_and(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 cpu;
+
+	for (cpu = 0; cpu < wc_nr_cpus; cpu++)
+		if (wc_bit(cpu, a) && wc_bit(cpu, b))
+			return cpu;
+	return WC_MASK_BITS;
+}
+
 void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
 {
 	wc_copy(&dst->cpumask, src, sizeof(dst->cpumask));
@@ -502,12 +710,40 @@ bool bpf_cpumask_and(struct bpf_cpumask *dst, const struct cpumask *a, const str
 	return any != 0;
 }
 
+void bpf_cpumask_or(struct bpf_cpumask *dst, const struct cpumask *a, const struct cpumask *b)
+{
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		dst->cpumask.bits[i] = a->bits[i] | b->bits[i];
+}
+
 void bpf_cpumask_xor(struct bpf_cpumask *dst, const struct cpumask *a, const struct cpumask *b)
 {
 	u32 i;
 
 	for (i = 0; i < WC_MASK_WORDS; i++)
 		dst->cpumask.bits[i] = a->bits[i] ^ b->bits[i];
+}
+
+bool bpf_cpumask_equal(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		if (a->bits[i] != b->bits[i])
+			return false;
+	return true;
+}
+
+bool bpf_cpumask_intersects(const struct cpumask *a, const struct cpumask *b)
+{
+	u32 i;
+
+	for (i = 0; i < WC_MASK_WORDS; i++)
+		if (a->bits[i] & b->bits[i])
+			return true;
+	return false;
 }
 
 bool bpf_cpumask_subset(const struct cpumask *a, const struct cpumask *b)
@@ -529,6 +765,15 @@ u32 bpf_cpumask_any_and_distribute(const struct cpumask *a, const struct cpumask
 u32 bpf_cpumask_any_distribute(const struct cpumask *m)
 {
 	return bpf_cpumask_any_and_distribute(m, m);
+}
+
+int bpf_cpumask_populate(struct bpf_cpumask *dst, void *src, size_t src__sz)
+{
+	if (src__sz > sizeof(dst->cpumask))
+		return -EACCES;
+	__builtin_memset(&dst->cpumask, 0, sizeof(dst->cpumask));
+	wc_copy(&dst->cpumask, src, src__sz);
+	return 0;
 }
 
 static void wc_dsq_of(u64 dsq_id, u32 *kind, u64 *id)
@@ -554,7 +799,21 @@ static u32 wc_enq_of(u64 enq_flags)
 	return (enq_flags & SCX_ENQ_WAKEUP ? WC_SIM_ENQ_WAKEUP : 0) |
 	       (enq_flags & SCX_ENQ_HEAD ? WC_SIM_ENQ_HEAD : 0) |
 	       (enq_flags & SCX_ENQ_PREEMPT ? WC_SIM_ENQ_PREEMPT : 0) |
-	       (enq_flags & SCX_ENQ_LAST ? WC_SIM_ENQ_LAST : 0);
+	       (enq_flags & SCX_ENQ_LAST ? WC_SIM_ENQ_LAST : 0) |
+	       (enq_flags & SCX_ENQ_IMMED ? WC_SIM_ENQ_IMMED : 0) |
+	       (enq_flags & SCX_ENQ_REENQ ? WC_SIM_ENQ_REENQ : 0) |
+	       (enq_flags & SCX_ENQ_CPU_SELECTED ? WC_SIM_ENQ_CPU_SELECTED : 0);
+}
+
+static u64 wc_kernel_enq(u32 enq)
+{
+	return (enq & WC_SIM_ENQ_WAKEUP ? SCX_ENQ_WAKEUP : 0) |
+	       (enq & WC_SIM_ENQ_HEAD ? SCX_ENQ_HEAD : 0) |
+	       (enq & WC_SIM_ENQ_PREEMPT ? SCX_ENQ_PREEMPT : 0) |
+	       (enq & WC_SIM_ENQ_LAST ? SCX_ENQ_LAST : 0) |
+	       (enq & WC_SIM_ENQ_IMMED ? SCX_ENQ_IMMED : 0) |
+	       (enq & WC_SIM_ENQ_REENQ ? SCX_ENQ_REENQ : 0) |
+	       (enq & WC_SIM_ENQ_CPU_SELECTED ? SCX_ENQ_CPU_SELECTED : 0);
 }
 
 s32 scx_bpf_create_dsq(u64 dsq_id, s32 node)
@@ -642,6 +901,16 @@ s32 scx_bpf_dsq_nr_queued(u64 dsq_id)
 	return H->dsq_nr_queued(H->ctx, kind, id);
 }
 
+/* ext.c, scx_bpf_dsq_peek: the first task of a queue, left in it. */
+struct task_struct *scx_bpf_dsq_peek(u64 dsq_id)
+{
+	u32 kind;
+	u64 id;
+
+	wc_dsq_of(dsq_id, &kind, &id);
+	return H->dsq_peek(H->ctx, kind, id);
+}
+
 void scx_bpf_kick_cpu(s32 cpu, u64 flags)
 {
 	H->kick_cpu(H->ctx, cpu,
@@ -655,36 +924,148 @@ s32 scx_bpf_task_cpu(const struct task_struct *p)
 	return H->task_cpu(H->ctx, wc_task_of(p)->tid);
 }
 
+/* ext.c, scx_bpf_task_running: the task is its CPU's current one. */
+bool scx_bpf_task_running(const struct task_struct *p)
+{
+	return H->task_running(H->ctx, wc_task_of(p)->tid);
+}
+
+/* ext.c, scx_bpf_cpu_curr: the CPU's rq->curr, its idle task when idle. */
+struct task_struct *scx_bpf_cpu_curr(s32 cpu)
+{
+	struct task_struct *p;
+
+	if (cpu < 0 || (u32)cpu >= wc_nr_cpus) {
+		wc_error("invalid CPU in scx_bpf_cpu_curr");
+		return NULL;
+	}
+	p = H->cpu_curr(H->ctx, cpu);
+	return p ? p : wc_idle_task(cpu);
+}
+
+u32 scx_bpf_nr_cpu_ids(void)
+{
+	return wc_nr_cpus;
+}
+
+u32 scx_bpf_nr_node_ids(void)
+{
+	return wc_nr_nodes;
+}
+
+int scx_bpf_cpu_node(s32 cpu)
+{
+	if (cpu < 0 || (u32)cpu >= wc_nr_cpus) {
+		wc_error("invalid CPU in scx_bpf_cpu_node");
+		return NUMA_NO_NODE;
+	}
+	return wc_cpu_node[cpu];
+}
+
+const struct cpumask *scx_bpf_get_possible_cpumask(void)
+{
+	return &wc_online_mask;
+}
+
+const struct cpumask *scx_bpf_get_online_cpumask(void)
+{
+	return &wc_online_mask;
+}
+
+void scx_bpf_put_cpumask(const struct cpumask *cpumask)
+{
+}
+
+u64 (scx_bpf_now)(void)	/* (the name, not compat.bpf.h's macro) */
+{
+	return H->now(H->ctx);
+}
+
 bool scx_bpf_test_and_clear_cpu_idle(s32 cpu)
 {
 	return H->test_and_clear_cpu_idle(H->ctx, cpu);
 }
 
-s32 scx_bpf_pick_idle_cpu(const cpumask_t *cpus_allowed, u64 flags)
+static u32 wc_pick_of(u64 flags)
 {
-	return H->pick_idle_cpu(H->ctx, (const unsigned long long *)cpus_allowed->bits,
-				!!(flags & SCX_PICK_IDLE_CORE));
+	return (flags & SCX_PICK_IDLE_CORE ? WC_SIM_PICK_CORE : 0) |
+	       (flags & SCX_PICK_IDLE_IN_NODE ? WC_SIM_PICK_IN_NODE : 0);
 }
 
+s32 scx_bpf_pick_idle_cpu(const cpumask_t *cpus_allowed, u64 flags)
+{
+	return H->pick_idle_cpu(H->ctx, (const unsigned long long *)cpus_allowed->bits, wc_pick_of(flags), -1);
+}
+
+s32 scx_bpf_pick_idle_cpu_node(const cpumask_t *cpus_allowed, int node, u64 flags)
+{
+	if (node < 0 || (u32)node >= wc_nr_nodes) {
+		wc_error("invalid node in scx_bpf_pick_idle_cpu_node");
+		return -EINVAL;
+	}
+	return H->pick_idle_cpu(H->ctx, (const unsigned long long *)cpus_allowed->bits, wc_pick_of(flags), node);
+}
+
+/* ext_idle.c, scx_bpf_pick_any_cpu: an idle CPU if any, else any allowed. */
+s32 scx_bpf_pick_any_cpu(const cpumask_t *cpus_allowed, u64 flags)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu(cpus_allowed, flags);
+
+	if (cpu >= 0)
+		return cpu;
+	cpu = bpf_cpumask_any_distribute(cpus_allowed);
+	return (u32)cpu < wc_nr_cpus ? cpu : -EBUSY;
+}
+
+s32 scx_bpf_pick_any_cpu_node(const cpumask_t *cpus_allowed, int node, u64 flags)
+{
+	s32 cpu = scx_bpf_pick_idle_cpu_node(cpus_allowed, node, flags);
+
+	if (cpu >= 0)
+		return cpu;
+	cpu = bpf_cpumask_any_distribute(cpus_allowed);
+	return (u32)cpu < wc_nr_cpus ? cpu : -EBUSY;
+}
+
+/* ext_idle.c, scx_bpf_select_cpu_dfl: the built-in selection, @prev_cpu if
+ * nothing idle is found. */
 s32 scx_bpf_select_cpu_dfl(struct task_struct *p, s32 prev_cpu, u64 wake_flags, bool *is_idle)
 {
-	unsigned int found = 0;
 	s32 cpu;
 
-	cpu = H->select_cpu_dfl(H->ctx, wc_task_of(p)->tid, prev_cpu, !!(wake_flags & SCX_WAKE_SYNC), &found);
+	cpu = H->select_cpu_and(H->ctx, wc_task_of(p)->tid, prev_cpu, !!(wake_flags & SCX_WAKE_SYNC), NULL, 0);
 	if (is_idle)
-		*is_idle = found;
-	return cpu;
+		*is_idle = cpu >= 0;
+	return cpu >= 0 ? cpu : prev_cpu;
+}
+
+/* ext_idle.c, __scx_bpf_select_cpu_and: the built-in selection among
+ * @cpus_allowed (and the task's CPUs); -EBUSY if nothing idle is found. */
+s32 __scx_bpf_select_cpu_and(struct task_struct *p, const struct cpumask *cpus_allowed,
+			     struct scx_bpf_select_cpu_and_args *args)
+{
+	return H->select_cpu_and(H->ctx, wc_task_of(p)->tid, args->prev_cpu, !!(args->wake_flags & SCX_WAKE_SYNC),
+				 (const unsigned long long *)cpus_allowed->bits, wc_pick_of(args->flags));
 }
 
 const struct cpumask *scx_bpf_get_idle_cpumask(void)
 {
-	return (const struct cpumask *)H->idle_mask(H->ctx, 0);
+	return (const struct cpumask *)H->idle_mask(H->ctx, 0, -1);
 }
 
 const struct cpumask *scx_bpf_get_idle_smtmask(void)
 {
-	return (const struct cpumask *)H->idle_mask(H->ctx, 1);
+	return (const struct cpumask *)H->idle_mask(H->ctx, 1, -1);
+}
+
+const struct cpumask *scx_bpf_get_idle_cpumask_node(int node)
+{
+	return (const struct cpumask *)H->idle_mask(H->ctx, 0, node);
+}
+
+const struct cpumask *scx_bpf_get_idle_smtmask_node(int node)
+{
+	return (const struct cpumask *)H->idle_mask(H->ctx, 1, node);
 }
 
 void scx_bpf_put_idle_cpumask(const struct cpumask *idle_mask)
@@ -696,6 +1077,11 @@ u32 scx_bpf_cpuperf_cur(s32 cpu)
 	return H->cpuperf_cur(H->ctx, cpu);
 }
 
+u32 scx_bpf_cpuperf_cap(s32 cpu)
+{
+	return SCX_CPUPERF_ONE;
+}
+
 void scx_bpf_cpuperf_set(s32 cpu, u32 perf)
 {
 	H->cpuperf_set(H->ctx, cpu, perf);
@@ -704,6 +1090,12 @@ void scx_bpf_cpuperf_set(s32 cpu, u32 perf)
 bool scx_bpf_task_set_slice___new(struct task_struct *p, u64 slice)
 {
 	p->scx.slice = slice;
+	return true;
+}
+
+bool scx_bpf_task_set_dsq_vtime___new(struct task_struct *p, u64 vtime)
+{
+	p->scx.dsq_vtime = vtime;
 	return true;
 }
 
@@ -797,51 +1189,99 @@ void scx_bpf_exit_bstr(s64 exit_code, char *fmt, unsigned long long *data, u32 d
 	wc_error(msg);
 }
 
+/* scx_bpf_dump_bstr writes to the exit dump, which the simulator has not. */
+void scx_bpf_dump_bstr(char *fmt, unsigned long long *data, u32 data_len)
+{
+}
+
 /* ------------------------------------------------------------ entry points */
 
-/*
- * Called once, before anything else: storage for the maps. Returns 0, or a
- * negative errno (out of memory).
- */
-/* The program's __kconfig externs, which libbpf fills from the kernel's
- * configuration. */
-unsigned long CONFIG_HZ;
-
-int wc_sim_attach(const struct wc_host_ops *ops, u32 nr_cpus)
+static void wc_task_init(struct wc_task *t, u32 tid, s32 pid)
 {
-	u32 i, copies, next_storage = 0;
+	u32 c;
+
+	t->tid = tid;
+	t->p.pid = pid;
+	t->p.tgid = pid;
+	t->p.scx.weight = 100;	/* nice 0 */
+	t->p.static_prio = 120;	/* MAX_RT_PRIO + 20 + nice, nice 0 */
+	t->p.prio = 120;
+	t->p.normal_prio = 120;
+	t->p.cpus_ptr = &t->p.cpus_mask;
+	for (c = 0; c < wc_nr_cpus && c < WC_MASK_BITS; c++)
+		t->p.cpus_mask.bits[c / 64] |= 1UL << (c % 64);
+	t->p.nr_cpus_allowed = wc_nr_cpus;
+}
+
+/*
+ * Called once, before anything else: storage for the maps, the per-CPU
+ * variables, the idle tasks and the root cgroup. Returns 0, or a negative
+ * errno with *@what naming the map it could not set up.
+ */
+int wc_sim_attach(const struct wc_host_ops *ops, const struct wc_sim_topology *topo, const char **what)
+{
+	u32 t, i, c, copies, next_storage[2] = { 0, 0 };
 	struct wc_map *m;
 
 	H = ops;
 	CONFIG_HZ = ops->hz;
-	wc_nr_cpus = nr_cpus;
-	for (i = 0; i < WC_NR_MAPS; i++) {
-		m = &wc_maps[i];
-		m->stride = (m->value_size + 7) & ~7u;
-		switch (m->type) {
-		case BPF_MAP_TYPE_ARRAY:
-		case BPF_MAP_TYPE_HASH:
-		case BPF_MAP_TYPE_PERCPU_ARRAY:
-			copies = m->type == BPF_MAP_TYPE_PERCPU_ARRAY ? nr_cpus : 1;
-			m->values = calloc((u64)m->max_entries * copies, m->stride);
-			if (!m->values)
-				return -ENOMEM;
-			if (m->type == BPF_MAP_TYPE_HASH) {
-				m->keys = calloc(m->max_entries, m->key_size);
-				m->used = calloc(m->max_entries, 1);
-				if (!m->keys || !m->used)
+	wc_nr_cpus = topo->nr_cpus;
+	wc_nr_nodes = topo->nr_nodes;
+	*what = "";
+	wc_cpu_node = calloc(wc_nr_cpus, sizeof(int));
+	wc_percpus[0].values = calloc(wc_nr_cpus, sizeof(int));
+	wc_percpus[1].values = calloc(wc_nr_cpus, sizeof(int));
+	wc_idle_tasks = calloc(wc_nr_cpus, sizeof(struct wc_task));
+	wc_root_cgroup = calloc(1, sizeof(struct wc_cgroup));
+	if (!wc_cpu_node || !wc_percpus[0].values || !wc_percpus[1].values || !wc_idle_tasks || !wc_root_cgroup)
+		return -ENOMEM;
+	for (c = 0; c < wc_nr_cpus; c++) {
+		wc_cpu_node[c] = topo->cpu_node[c];
+		wc_percpus[0].values[c] = topo->llc_id[c];
+		wc_percpus[1].values[c] = topo->llc_size[c];
+		wc_idle_tasks[c].tid = (u32)-1;
+		wc_idle_tasks[c].p.flags = PF_IDLE | PF_KTHREAD;
+		wc_idle_tasks[c].p.cpus_ptr = &wc_idle_tasks[c].p.cpus_mask;
+		wc_idle_tasks[c].p.cpus_mask.bits[c / 64] = 1UL << (c % 64);
+		wc_idle_tasks[c].p.nr_cpus_allowed = 1;
+		wc_online_mask.bits[c / 64] |= 1UL << (c % 64);
+	}
+	for (t = 0; t < WC_NR_TUS; t++) {
+		for (i = 0; i < wc_tus[t]->nr_maps; i++) {
+			m = &wc_tus[t]->maps[i];
+			*what = m->name;
+			m->stride = (m->value_size + 7) & ~7u;
+			switch (m->type) {
+			case BPF_MAP_TYPE_ARRAY:
+			case BPF_MAP_TYPE_HASH:
+			case BPF_MAP_TYPE_PERCPU_ARRAY:
+				copies = m->type == BPF_MAP_TYPE_PERCPU_ARRAY ? wc_nr_cpus : 1;
+				m->values = calloc((u64)m->max_entries * copies, m->stride);
+				if (!m->values)
 					return -ENOMEM;
+				if (m->type == BPF_MAP_TYPE_HASH) {
+					m->keys = calloc(m->max_entries, m->key_size);
+					m->used = calloc(m->max_entries, 1);
+					if (!m->keys || !m->used)
+						return -ENOMEM;
+				}
+				break;
+			case BPF_MAP_TYPE_TASK_STORAGE:
+			case BPF_MAP_TYPE_CGRP_STORAGE:
+				c = m->type == BPF_MAP_TYPE_CGRP_STORAGE;
+				if (next_storage[c] >= WC_MAX_LOCAL_STORAGE)
+					return -E2BIG;
+				m->storage_slot = next_storage[c]++;
+				break;
+			case BPF_MAP_TYPE_PERF_EVENT_ARRAY:
+				/* No PMU: every slot stays empty. */
+				break;
+			default:
+				return -EOPNOTSUPP;
 			}
-			break;
-		case BPF_MAP_TYPE_TASK_STORAGE:
-			if (next_storage >= WC_MAX_TASK_STORAGE)
-				return -E2BIG;
-			m->storage_slot = next_storage++;
-			break;
-		default:
-			return -EOPNOTSUPP;
 		}
 	}
+	*what = "";
 	return 0;
 }
 
@@ -850,50 +1290,63 @@ int wc_sim_attach(const struct wc_host_ops *ops, u32 nr_cpus)
 void wc_sim_detach(void)
 {
 	struct wc_cpumask_node *n;
-	u32 i;
+	u32 t, i;
 
-	for (i = 0; i < WC_NR_MAPS; i++) {
-		free(wc_maps[i].values);
-		free(wc_maps[i].keys);
-		free(wc_maps[i].used);
-		wc_maps[i].values = wc_maps[i].keys = wc_maps[i].used = NULL;
+	for (t = 0; t < WC_NR_TUS; t++) {
+		for (i = 0; i < wc_tus[t]->nr_maps; i++) {
+			free(wc_tus[t]->maps[i].values);
+			free(wc_tus[t]->maps[i].keys);
+			free(wc_tus[t]->maps[i].used);
+			wc_tus[t]->maps[i].values = wc_tus[t]->maps[i].keys = wc_tus[t]->maps[i].used = NULL;
+		}
 	}
 	while ((n = wc_cpumasks)) {
 		wc_cpumasks = n->next;
 		free(n);
 	}
+	if (wc_root_cgroup)
+		for (i = 0; i < WC_MAX_LOCAL_STORAGE; i++)
+			free(wc_root_cgroup->storage[i]);
+	free(wc_root_cgroup);
+	free(wc_idle_tasks);
+	free(wc_cpu_node);
+	free(wc_percpus[0].values);
+	free(wc_percpus[1].values);
 }
 
-/* Element @index of the load-time knob (a `const volatile` global) @name,
- * and its size in @size; NULL with @err -ENOENT (no such knob) or -E2BIG
- * (index out of range). */
-static u8 *wc_knob_at(const char *name, u32 index, u32 *size, int *err)
+/* Element @index of the global @name (a variable a loader writes), and its
+ * size in @size; NULL with @err -ENOENT (no such global) or -E2BIG (index
+ * out of range). */
+static u8 *wc_global_at(const char *name, u32 index, u32 *size, int *err)
 {
 	const struct wc_knob *k;
-	u32 i;
+	u32 t, i;
 
-	for (i = 0; i < WC_NR_KNOBS; i++) {
-		k = &wc_knobs[i];
-		if (!wc_streq(k->name, name))
-			continue;
-		if (index >= k->count) {
-			*err = -E2BIG;
-			return NULL;
+	for (t = 0; t < WC_NR_TUS; t++) {
+		for (i = 0; i < wc_tus[t]->nr_globals; i++) {
+			k = &wc_tus[t]->globals[i];
+			if (!wc_streq(k->name, name))
+				continue;
+			if (index >= k->count) {
+				*err = -E2BIG;
+				return NULL;
+			}
+			*size = k->size;
+			return (u8 *)k->addr + (u64)index * k->size;
 		}
-		*size = k->size;
-		return (u8 *)k->addr + (u64)index * k->size;
 	}
 	*err = -ENOENT;
 	return NULL;
 }
 
-/* Set a load-time knob, element @index of an array knob. 0 or an error of
- * wc_knob_at, -EINVAL for a size that is no scalar's. */
-int wc_sim_knob_set(const char *name, u32 index, u64 value)
+/* Set element @index of a global (as a loader writes .rodata, .data or
+ * .bss). 0 or an error of wc_global_at, -EINVAL for a size that is no
+ * scalar's. */
+int wc_sim_global_set(const char *name, u32 index, u64 value)
 {
 	int err = 0;
 	u32 size = 0;
-	u8 *at = wc_knob_at(name, index, &size, &err);
+	u8 *at = wc_global_at(name, index, &size, &err);
 
 	if (!at)
 		return err;
@@ -907,13 +1360,12 @@ int wc_sim_knob_set(const char *name, u32 index, u64 value)
 	return 0;
 }
 
-/* Read a load-time knob back (for the tests that compare the simulator's
- * globals with the kernel loader's). */
-int wc_sim_knob_get(const char *name, u32 index, u64 *value)
+/* Read a global back. */
+int wc_sim_global_get(const char *name, u32 index, u64 *value)
 {
 	int err = 0;
 	u32 size = 0;
-	const u8 *at = wc_knob_at(name, index, &size, &err);
+	const u8 *at = wc_global_at(name, index, &size, &err);
 
 	if (!at)
 		return err;
@@ -927,53 +1379,86 @@ int wc_sim_knob_get(const char *name, u32 index, u64 *value)
 	return 0;
 }
 
+/* A global's element size and count; -ENOENT if there is none. */
+int wc_sim_global_info(const char *name, u32 *size, u32 *count)
+{
+	const struct wc_knob *k;
+	u32 t, i;
+
+	for (t = 0; t < WC_NR_TUS; t++) {
+		for (i = 0; i < wc_tus[t]->nr_globals; i++) {
+			k = &wc_tus[t]->globals[i];
+			if (wc_streq(k->name, name)) {
+				*size = k->size;
+				*count = k->count;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* A SEC("syscall") program, with its argument's layout; NULL if none. */
+const struct wc_syscall *wc_sim_syscall(const char *name)
+{
+	u32 t, i;
+
+	for (t = 0; t < WC_NR_TUS; t++)
+		for (i = 0; i < wc_tus[t]->nr_progs; i++)
+			if (wc_streq(wc_tus[t]->progs[i].name, name))
+				return &wc_tus[t]->progs[i];
+	return NULL;
+}
+
 /* A map's storage, to read statistics or fill a map before the program runs. */
 void *wc_sim_map(const char *name, u32 *type, u32 *stride, u32 *max_entries, u32 *copies)
 {
-	u32 i;
+	struct wc_map *m = wc_map_named(name);
 
-	for (i = 0; i < WC_NR_MAPS; i++) {
-		if (!wc_streq(wc_maps[i].name, name))
-			continue;
-		*type = wc_maps[i].type;
-		*stride = wc_maps[i].stride;
-		*max_entries = wc_maps[i].max_entries;
-		*copies = wc_maps[i].type == BPF_MAP_TYPE_PERCPU_ARRAY ? wc_nr_cpus : 1;
-		return wc_maps[i].values;
-	}
-	return NULL;
+	if (!m)
+		return NULL;
+	*type = m->type;
+	*stride = m->stride;
+	*max_entries = m->max_entries;
+	*copies = m->type == BPF_MAP_TYPE_PERCPU_ARRAY ? wc_nr_cpus : 1;
+	return m->values;
+}
+
+/* A map's key and value sizes; -ENOENT if there is none. */
+int wc_sim_map_info(const char *name, u32 *key_size, u32 *value_size)
+{
+	struct wc_map *m = wc_map_named(name);
+
+	if (!m)
+		return -ENOENT;
+	*key_size = m->key_size;
+	*value_size = m->value_size;
+	return 0;
 }
 
 long wc_sim_map_update(const char *name, const void *key, const void *value)
 {
-	u32 i;
+	struct wc_map *m = wc_map_named(name);
 
-	for (i = 0; i < WC_NR_MAPS; i++)
-		if (wc_streq(wc_maps[i].name, name))
-			return wc_host_map_update_elem(wc_maps[i].def, key, value, BPF_ANY);
-	return -ENOENT;
+	if (!m)
+		return -ENOENT;
+	return wc_helper_bpf_map_update_elem(m->def, key, value, BPF_ANY);
 }
 
 /* A task: runnable on every CPU, or only on @only_cpu (>= 0). */
 struct task_struct *wc_sim_task_new(u32 tid, s32 pid, s32 only_cpu)
 {
 	struct wc_task *t = calloc(1, sizeof(*t));
-	u32 c;
 
 	if (!t)
 		return NULL;
-	t->tid = tid;
-	t->p.pid = pid;
-	t->p.tgid = pid;
-	t->p.scx.weight = 100;	/* nice 0 */
-	t->p.static_prio = 120;	/* MAX_RT_PRIO + 20 + nice, nice 0 */
-	t->p.prio = 120;
-	t->p.normal_prio = 120;
-	t->p.cpus_ptr = &t->p.cpus_mask;
-	for (c = 0; c < wc_nr_cpus && c < WC_MASK_BITS; c++)
-		if (only_cpu < 0 || c == (u32)only_cpu)
-			t->p.cpus_mask.bits[c / 64] |= 1UL << (c % 64);
-	t->p.nr_cpus_allowed = only_cpu < 0 ? wc_nr_cpus : 1;
+	wc_task_init(t, tid, pid);
+	if (only_cpu >= 0) {
+		__builtin_memset(&t->p.cpus_mask, 0, sizeof(t->p.cpus_mask));
+		if ((u32)only_cpu < WC_MASK_BITS)
+			t->p.cpus_mask.bits[only_cpu / 64] |= 1UL << (only_cpu % 64);
+		t->p.nr_cpus_allowed = 1;
+	}
 	return &t->p;
 }
 
@@ -982,7 +1467,7 @@ void wc_sim_task_free(struct task_struct *p)
 	struct wc_task *t = wc_task_of(p);
 	u32 i;
 
-	for (i = 0; i < WC_MAX_TASK_STORAGE; i++)
+	for (i = 0; i < WC_MAX_LOCAL_STORAGE; i++)
 		free(t->storage[i]);
 	free(t);
 }
@@ -1023,9 +1508,11 @@ void wc_sim_task_set_slice(struct task_struct *p, u64 slice)
 	p->scx.slice = slice;
 }
 
+/* sum_exec_runtime, and utime: the model's tasks run in user space. */
 void wc_sim_task_set_runtime(struct task_struct *p, u64 sum_exec_runtime)
 {
 	p->se.sum_exec_runtime = sum_exec_runtime;
+	p->utime = sum_exec_runtime;
 }
 
 void wc_sim_task_set_state(struct task_struct *p, u32 queued, u32 exiting)
@@ -1063,7 +1550,10 @@ u32 wc_sim_ops_mask(void)
 	       (WC_OPS.init_task ? WC_SIM_OP_INIT_TASK : 0) |
 	       (WC_OPS.exit_task ? WC_SIM_OP_EXIT_TASK : 0) |
 	       (WC_OPS.init ? WC_SIM_OP_INIT : 0) |
-	       (WC_OPS.exit ? WC_SIM_OP_EXIT : 0);
+	       (WC_OPS.exit ? WC_SIM_OP_EXIT : 0) |
+	       (WC_OPS.runnable ? WC_SIM_OP_RUNNABLE : 0) |
+	       (WC_OPS.quiescent ? WC_SIM_OP_QUIESCENT : 0) |
+	       (WC_OPS.cgroup_init ? WC_SIM_OP_CGROUP_INIT : 0);
 }
 
 u32 wc_sim_timeout_ms(void)
@@ -1073,7 +1563,8 @@ u32 wc_sim_timeout_ms(void)
 
 /*
  * The operations, called as a BPF struct_ops trampoline calls them: the
- * arguments in an array of u64 (BPF_PROG's context).
+ * arguments in an array of u64 (BPF_PROG's context). An operation the
+ * program does not define is not called (the simulator checks the mask).
  */
 typedef u64 (*wc_prog_t)(u64 *ctx);
 #define WC_CALL(op, ...) ({ u64 __ctx[] = { __VA_ARGS__ }; ((wc_prog_t)(WC_OPS.op))(__ctx); })
@@ -1090,12 +1581,22 @@ s32 wc_sim_select_cpu(struct task_struct *p, s32 prev_cpu, u32 wake, u32 sync)
 
 void wc_sim_enqueue(struct task_struct *p, u32 enq)
 {
-	u64 flags = (enq & WC_SIM_ENQ_WAKEUP ? SCX_ENQ_WAKEUP : 0) |
-		    (enq & WC_SIM_ENQ_HEAD ? SCX_ENQ_HEAD : 0) |
-		    (enq & WC_SIM_ENQ_PREEMPT ? SCX_ENQ_PREEMPT : 0) |
-		    (enq & WC_SIM_ENQ_LAST ? SCX_ENQ_LAST : 0);
+	/* A task handed back after an IMMED insert it could not use says why
+	 * in its flags (ext.c, SCX_TASK_REENQ_IMMED). */
+	if (enq & WC_SIM_ENQ_REENQ)
+		p->scx.flags = (p->scx.flags & ~SCX_TASK_REENQ_REASON_MASK) | SCX_TASK_REENQ_IMMED;
+	WC_CALL(enqueue, (u64)p, wc_kernel_enq(enq));
+}
 
-	WC_CALL(enqueue, (u64)p, flags);
+void wc_sim_runnable(struct task_struct *p, u32 enq)
+{
+	WC_CALL(runnable, (u64)p, wc_kernel_enq(enq));
+}
+
+/* ops.quiescent with SCX_DEQ_SLEEP (@sleep) or no flag. */
+void wc_sim_quiescent(struct task_struct *p, u32 sleep)
+{
+	WC_CALL(quiescent, (u64)p, sleep ? (u64)SCX_DEQ_SLEEP : 0);
 }
 
 void wc_sim_dispatch(s32 cpu, struct task_struct *prev)
@@ -1128,9 +1629,10 @@ void wc_sim_enable(struct task_struct *p)
 	WC_CALL(enable, (u64)p);
 }
 
+/* ops.init_task; the task is in the root cgroup (ext.c, scx_init_task). */
 s32 wc_sim_init_task(struct task_struct *p, u32 fork)
 {
-	struct scx_init_task_args args = { .fork = fork };
+	struct scx_init_task_args args = { .fork = fork, .cgroup = &wc_root_cgroup->cg };
 
 	return (s32)WC_CALL(init_task, (u64)p, (u64)&args);
 }
@@ -1145,6 +1647,16 @@ void wc_sim_exit_task(struct task_struct *p)
 s32 wc_sim_init(void)
 {
 	return (s32)WC_CALL0(init);
+}
+
+/* ext.c, scx_cgroup_init: ops.cgroup_init of every cgroup, here the root,
+ * at its default weight. */
+s32 wc_sim_cgroup_init(void)
+{
+	/* The root cgroup's cpu.weight: CGROUP_WEIGHT_DFL. */
+	struct scx_cgroup_init_args args = { .weight = 100 };
+
+	return (s32)WC_CALL(cgroup_init, (u64)&wc_root_cgroup->cg, (u64)&args);
 }
 
 /* The scheduler is unloaded (@error: it failed, with @msg). */

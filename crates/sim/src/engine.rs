@@ -123,6 +123,7 @@ impl Engine {
                 // rq->avg_idle starts at 2 x migration_cost = 1 ms
                 // (docs/model.md, Placement in the fair class).
                 avg_idle: 1e6,
+                resume_latency_us: None,
                 seg_start: 0,
                 rate: 0.0,
                 seg_gen: 0,

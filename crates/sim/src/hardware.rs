@@ -333,11 +333,13 @@ impl Sim {
     /// whose target residency fits the expected idle time (rq->avg_idle).
     pub(crate) fn choose_idle_state(&self, c: u32) -> u8 {
         let avg = self.cpus[c as usize].avg_idle;
+        // The PM QoS resume latency limit (menu/teo: cpuidle_governor_latency_req).
+        let limit = self.cpus[c as usize].resume_latency_us.unwrap_or(u64::MAX);
         self.machine
             .spec
             .idle
             .iter()
-            .rposition(|s| (s.target_residency_us * 1000) as f64 <= avg)
+            .rposition(|s| (s.target_residency_us * 1000) as f64 <= avg && s.exit_latency_us <= limit)
             .unwrap_or(0) as u8
     }
 

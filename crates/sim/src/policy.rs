@@ -231,7 +231,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
 
 fn scx_policy_names() -> String {
     #[cfg(feature = "scx")]
-    return warmcore_sched_settings::Policy::ALL.iter().map(|p| format!("scx:{}", p.name())).collect::<Vec<_>>().join(", ");
+    return crate::scx::ScxPolicy::names().join(", ");
     #[cfg(not(feature = "scx"))]
     return "scx:NAME (not in this build: warmcore-sim's feature scx)".into();
 }

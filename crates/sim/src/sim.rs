@@ -239,6 +239,9 @@ pub struct Cpu {
     pub nr: u32,
     pub(crate) spin_until: u64,
     pub(crate) spin_gen: u32,
+    /// The PM QoS resume latency limit, us (None: no constraint): the
+    /// cpuidle governor skips idle states with a longer exit latency.
+    pub(crate) resume_latency_us: Option<u64>,
     // PELT utilisation (0..1) for schedutil, updated at state changes.
     pub(crate) util: f64,
     pub(crate) util_t: u64,
@@ -459,6 +462,11 @@ impl Sim {
         if self.abort.is_none() {
             self.abort = Some(why);
         }
+    }
+    /// A CPU's PM QoS resume latency (pm_qos_resume_latency_us; None for
+    /// no constraint): its idle states are those that exit within it.
+    pub fn set_resume_latency(&mut self, c: u32, us: Option<u64>) {
+        self.cpus[c as usize].resume_latency_us = us;
     }
     /// A CPU's performance target (0..1), as a sched_ext scheduler sets it
     /// with scx_bpf_cpuperf_set: from then on schedutil follows the targets.

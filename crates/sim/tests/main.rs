@@ -25,6 +25,8 @@ mod machines_today;
 mod model;
 #[path = "nest.rs"]
 mod nest;
+#[path = "peers.rs"]
+mod peers;
 #[path = "policies.rs"]
 mod policies;
 #[path = "scx.rs"]

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `scx:NAME` as a simulator policy: the simulator's hooks turned into the
 //! program's operations, in the order the sched_ext core calls them, with
-//! the watchdog and Nest's PM QoS poll.
+//! the watchdog and Nest's PM QoS poll; and the program's loader (warmcore's
+//! settings, or a peer's recipe) run on it.
 
 use super::*;
+use super::recipe::Plan;
 
-/// `scx:NAME`: the sched_ext program as a policy.
+/// `scx:NAME`: a sched_ext program as a policy (warmcore's own, or a peer's).
 pub struct ScxPolicy {
     name: String,
+    /// What its loader does: the ops flags it set, and the steps after load
+    /// it takes at enable (before ops.init).
+    plan: Plan,
+    /// A peer's counters (its recipe's `stats` globals); None for warmcore's
+    /// program, whose counters are its `stats` map.
+    peer_stats: Option<Vec<String>>,
     /// The program holds a pointer to this table, and the table to `k`.
     _ops: Box<HostOps>,
     k: Box<Kernel>,
@@ -53,6 +61,16 @@ impl ScxPolicy {
         ScxPolicy::with_program(machine, name, params, None)
     }
 
+    /// Every `scx:NAME` there is: warmcore's policies, then the peers (a
+    /// peer whose sources were not fetched is named too: it says so).
+    pub fn names() -> Vec<String> {
+        ScxName::ALL
+            .iter()
+            .map(|p| format!("scx:{}", p.name()))
+            .chain(super::peers::PEERS.iter().map(|p| format!("scx:{}", p.name)))
+            .collect()
+    }
+
     /// As `new`, with another host build of the program (`build_variant`).
     pub fn with_program(
         machine: &Machine,
@@ -60,21 +78,63 @@ impl ScxPolicy {
         params: &[(String, String)],
         shared_object: Option<&[u8]>,
     ) -> Result<ScxPolicy, SimError> {
-        let settings = Settings::from_params(name, params).map_err(SimError::Input)?;
+        ScxPolicy::with_recipe(machine, name, params, shared_object, None)
+    }
+
+    /// As `with_program`, and for a peer with another recipe: (its path as
+    /// errors name it, its text).
+    pub fn with_recipe(
+        machine: &Machine,
+        name: &str,
+        params: &[(String, String)],
+        shared_object: Option<&[u8]>,
+        recipe: Option<(&str, &str)>,
+    ) -> Result<ScxPolicy, SimError> {
         if machine.nr_cpus > 1024 {
             return Err(SimError::Input(format!(
-                "scx:{name}: {} CPUs; the program handles at most 1024",
+                "scx:{name}: {} CPUs; the programs handle at most 1024",
                 machine.nr_cpus
             )));
         }
-        // Boxed: the kernel keeps a pointer to its entry points.
-        let prog = match shared_object {
-            Some(so) => Program::load_from(so),
-            None => Program::load(),
+        let topo = topology(machine);
+        // The loader: a peer's recipe, or warmcore's settings.
+        let (plan, so, settings, peer_stats) = match super::peers::find(name) {
+            Some(peer) => {
+                let so = match (shared_object, peer.so) {
+                    (Some(so), _) | (None, Some(so)) => so,
+                    (None, None) => {
+                        return Err(SimError::Input(format!(
+                            "scx:{name}: the sources of {} {} were not fetched when warmcore was built: run `cargo fetch --manifest-path peers/Cargo.toml` and build again",
+                            peer.krate, peer.version
+                        )))
+                    }
+                };
+                let default_path = super::peers::recipe_name(peer);
+                let (path, text) = recipe.unwrap_or((&default_path, peer.recipe));
+                let plan = super::recipe::plan(path, text, name, params, &peer_machine(machine)).map_err(SimError::Input)?;
+                (plan, so, None, Some(super::recipe::stats(text)))
+            }
+            None => {
+                if ScxName::from_name(name).is_none() {
+                    return Err(SimError::Input(format!(
+                        "unknown sched_ext policy 'scx:{name}'; valid: {}",
+                        ScxPolicy::names().join(", ")
+                    )));
+                }
+                let settings = Settings::from_params(name, params).map_err(SimError::Input)?;
+                let plan = super::loader::warmcore_plan(&settings, &topo);
+                (plan, shared_object.unwrap_or(program::SHARED_OBJECT), Some(settings), None)
+            }
         };
-        let mut prog = Box::new(prog.map_err(SimError::Input)?);
+        // Boxed: the kernel keeps a pointer to its entry points.
+        let mut prog = Box::new(Program::load_from(so).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?);
         let n = machine.nr_cpus as usize;
         let fns: *const program::Fns = &prog.f;
+        let llc_masks: Vec<Mask> = machine.die_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect();
+        let node_masks: Vec<Mask> = machine.socket_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect();
+        // ext_idle.c, scx_idle_update_selcpu_topology: the NUMA step when
+        // nodes hold more than one LLC, unless the idle masks are per node.
+        let numa_step = node_masks.len() > 1 && node_masks.len() != llc_masks.len() && !plan.flags.builtin_idle_per_node;
         let mut k = Box::new(Kernel {
             sim: std::ptr::null_mut(),
             cpu: 0,
@@ -86,7 +146,12 @@ impl ScxPolicy {
             core_cpus: machine.core_cpus.clone(),
             cpu_die: machine.cpu_die.clone(),
             all: mask_of(0..machine.nr_cpus),
-            llc_masks: machine.die_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect(),
+            llc_masks,
+            cpu_node: machine.cpu_socket.clone(),
+            per_node: plan.flags.builtin_idle_per_node,
+            node_views: node_masks.iter().map(|_| [Box::new([0; abi::MASK_WORDS]), Box::new([0; abi::MASK_WORDS])]).collect(),
+            node_masks,
+            numa_step,
             max_khz: machine.max_khz(),
             tasks: Vec::new(),
             pid_tid: BTreeMap::new(),
@@ -95,6 +160,7 @@ impl ScxPolicy {
             user: BTreeMap::new(),
             dispatched: 0,
             idle_cpu: Box::new([0; abi::MASK_WORDS]),
+            none_mask: Box::new([0; abi::MASK_WORDS]),
             idle_smt: Box::new([0; abi::MASK_WORDS]),
             told_idle: vec![true; n],
             cursor: vec![0; n],
@@ -103,6 +169,7 @@ impl ScxPolicy {
             iters: Vec::new(),
             timers: Vec::new(),
             error: None,
+            reenq: Vec::new(),
             fns,
         });
         let ctx = &mut *k as *mut Kernel as *mut c_void;
@@ -114,10 +181,13 @@ impl ScxPolicy {
             task_cpu: k_task_cpu,
             task_from_pid: k_task_from_pid,
             current_task: k_current_task,
+            cpu_curr: k_cpu_curr,
+            task_running: k_task_running,
             create_dsq: k_create_dsq,
             dsq_insert: k_dsq_insert,
             dsq_move_to_local: k_dsq_move_to_local,
             dsq_nr_queued: k_dsq_nr_queued,
+            dsq_peek: k_dsq_peek,
             dsq_iter_new: k_dsq_iter_new,
             dsq_iter_next: k_dsq_iter_next,
             dsq_iter_destroy: k_dsq_iter_destroy,
@@ -126,7 +196,7 @@ impl ScxPolicy {
             test_and_clear_cpu_idle: k_test_and_clear_cpu_idle,
             pick_idle_cpu: k_pick_idle_cpu,
             any_and_distribute: k_any_and_distribute,
-            select_cpu_dfl: k_select_cpu_dfl,
+            select_cpu_and: k_select_cpu_and,
             idle_mask: k_idle_mask,
             cpuperf_cur: k_cpuperf_cur,
             cpuperf_set: k_cpuperf_set,
@@ -134,25 +204,38 @@ impl ScxPolicy {
             timer_cancel: k_timer_cancel,
             error: k_error,
         });
-        prog.attach(&*ops, machine.nr_cpus).map_err(SimError::Input)?;
+        let (node, llc_id, llc_size) = host_topology(machine);
+        let topo_c = TopologyC {
+            nr_cpus: machine.nr_cpus,
+            nr_nodes: machine.nr_sockets(),
+            cpu_node: node.as_ptr(),
+            llc_id: llc_id.as_ptr(),
+            llc_size: llc_size.as_ptr(),
+        };
+        prog.attach(&*ops, &topo_c).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
 
-        // What the loader sets before load, as `warmcore sched` sets them.
-        let topo = topology(machine);
-        for g in settings.globals(&topo) {
-            prog.set(g.name, g.index, g.value).map_err(SimError::Input)?;
+        // What the loader writes before load; every name it uses after.
+        super::loader::check(&prog, &plan).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
+        for w in &plan.rodata {
+            super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
         }
-        let nest = settings.policy == ScxName::Nest;
-        let warm = settings.warm(&topo);
+        let nest = settings.as_ref().is_some_and(|s| s.policy == ScxName::Nest);
+        let warm = settings.as_ref().map_or(NestWarm::Off, |s| s.warm(&topo));
         // SAFETY: constants of the program's build.
-        let (ops_mask, timeout_ms) = unsafe { ((prog.f.ops_mask)(), (prog.f.timeout_ms)()) };
+        let (mut ops_mask, timeout_ms) = unsafe { ((prog.f.ops_mask)(), (prog.f.timeout_ms)()) };
+        // warmcore's loader registers update_idle for Nest only.
+        if settings.is_some() && !nest {
+            ops_mask &= !abi::OP_UPDATE_IDLE;
+        }
         Ok(ScxPolicy {
             name: format!("scx:{name}"),
+            plan,
+            peer_stats,
             _ops: ops,
             k,
             prog,
             ops_mask,
-            // The loader registers update_idle for Nest only.
-            update_idle: nest && ops_mask & abi::OP_UPDATE_IDLE != 0,
+            update_idle: ops_mask & abi::OP_UPDATE_IDLE != 0,
             timeout_ns: timeout_ms as u64 * 1_000_000,
             watchdog: None,
             prev: vec![None; n],
@@ -160,6 +243,27 @@ impl ScxPolicy {
             warmers: warm == NestWarm::Threads,
             pmqos: (warm == NestWarm::Pmqos).then(|| PmQos { seen: vec![None; n], timer: None }),
         })
+    }
+
+    /// Report these globals of the program too, with a peer's counters
+    /// (for tests of variants).
+    #[doc(hidden)]
+    pub fn report(&mut self, globals: &[&str]) {
+        self.peer_stats.get_or_insert_with(Vec::new).extend(globals.iter().map(|g| g.to_string()));
+    }
+
+    /// Run a SEC("syscall") program of the program with these members of
+    /// its argument, as its loader would: its return value (for tests; the
+    /// program must not call into the running simulation).
+    #[doc(hidden)]
+    pub fn run_syscall(&mut self, name: &str, args: &[(&str, i64)]) -> Result<i32, String> {
+        let s = self.prog.syscall(name).ok_or_else(|| format!("no syscall program {name}"))?;
+        let mut buf = vec![0u8; s.arg_size.max(8)];
+        for (k, v) in args {
+            let (_, off, size) = s.fields.iter().find(|(f, _, _)| f == k).cloned().ok_or_else(|| format!("no member {k}"))?;
+            buf[off..off + size].copy_from_slice(&v.to_le_bytes()[..size]);
+        }
+        Ok(self.prog.run_syscall(&s, &mut buf))
     }
 
     /// A load-time global of the program as its loader set it (element
@@ -179,7 +283,27 @@ impl ScxPolicy {
         if let Some(e) = self.k.error.take() {
             self.eject(sim, e);
         }
+        self.flush_reenq(sim);
         r
+    }
+
+    /// ext.c, SCX_ENQ_IMMED: the tasks an insert could not run at once go
+    /// back to ops.enqueue with SCX_ENQ_REENQ, on the CPU they were meant
+    /// for, after the operation that inserted them.
+    fn flush_reenq(&mut self, sim: &mut Sim) {
+        let mut rounds = 0;
+        while !self.k.reenq.is_empty() && sim.abort.is_none() {
+            rounds += 1;
+            if rounds > 1000 {
+                self.eject(sim, "a task was handed back to ops.enqueue (SCX_ENQ_IMMED) 1000 times in a row".into());
+                return;
+            }
+            let (t, cpu) = self.k.reenq.remove(0);
+            if self.k.tasks[t as usize].is_none() || sim.task(t).state != TState::Runnable {
+                continue;
+            }
+            self.enqueue_op(sim, t, cpu, abi::ENQ_REENQ);
+        }
     }
 
     /// Let the kernel side reach `sim` for the length of `f` (an operation
@@ -195,6 +319,11 @@ impl ScxPolicy {
     fn eject(&mut self, sim: &mut Sim, why: String) {
         let msg = CString::new(why.replace('\0', " ")).unwrap();
         let exit = self.prog.f.exit;
+        if self.ops_mask & abi::OP_EXIT == 0 {
+            self.k.error = None;
+            sim.abort(format!("{} ejected at {} ns: {why}", self.name, sim.now()));
+            return;
+        }
         // SAFETY: a NUL-terminated message; the program is attached.
         Self::with_sim(&mut self.k, sim, |_| unsafe { exit(1, msg.as_ptr()) });
         self.k.error = None;
@@ -250,7 +379,8 @@ impl ScxPolicy {
         }
     }
 
-    fn runnable(&mut self, sim: &mut Sim, t: Tid) {
+    /// The watchdog's runnable_at (set when the task becomes runnable).
+    fn note_runnable(&mut self, sim: &mut Sim, t: Tid) {
         let s = self.k.ts_mut(t);
         if s.runnable_at.is_none() {
             s.runnable_at = Some(sim.now());
@@ -359,10 +489,37 @@ impl Policy for ScxPolicy {
         for c in 0..self.k.nr_cpus {
             sim.set_perf_target(c, 1.0);
         }
+        // The loader's PM QoS writes, read by the cpuidle governor.
+        for (c, l) in self.plan.resume_latency_us.iter().enumerate() {
+            sim.set_resume_latency(c as u32, *l);
+        }
+        // What the loader does after load and before it attaches the
+        // scheduler, on the CPU it runs on (CPU 0).
+        let actions = std::mem::take(&mut self.plan.after_load);
+        for a in &actions {
+            let prog = &mut self.prog;
+            let r = Self::with_sim(&mut self.k, sim, |_| super::loader::act(prog, a));
+            let err = self.k.error.take().or(r.err());
+            if let Some(e) = err {
+                sim.abort(format!("{}: its loader failed: {e}", self.name));
+                return;
+            }
+        }
         // SAFETY: the program is attached.
-        let r = self.call(sim, 0, Context::Other, |f| unsafe { (f.init)() });
+        let r = if self.ops_mask & abi::OP_INIT != 0 { self.call(sim, 0, Context::Other, |f| unsafe { (f.init)() }) } else { 0 };
         if r != 0 {
             self.eject(sim, format!("ops.init failed ({r})"));
+            return;
+        }
+        // ext.c, scx_cgroup_init: ops.cgroup_init of every cgroup (here the
+        // root), after ops.init and before any task's ops.init_task.
+        if self.ops_mask & abi::OP_CGROUP_INIT != 0 {
+            // SAFETY: the program is attached.
+            let r = self.call(sim, 0, Context::Other, |f| unsafe { (f.cgroup_init)() });
+            if r != 0 {
+                self.eject(sim, format!("ops.cgroup_init failed ({r})"));
+                return;
+            }
         }
         if let Some(q) = self.pmqos.as_mut() {
             q.timer = Some(sim.set_timer(sim.now() + PmQos::POLL, PMQOS_TOKEN));
@@ -389,7 +546,7 @@ impl Policy for ScxPolicy {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, direct: None, runnable_at: None });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, direct: None, selected: false, runnable_at: None });
         self.k.pid_tid.insert(pid, t);
         if nice != 0 {
             // SAFETY: p is live.
@@ -405,13 +562,19 @@ impl Policy for ScxPolicy {
         }
         let cpu = parent.map_or(0, |p| sim.task(p).cpu);
         // SAFETY: p is live.
-        let r = self.call(sim, cpu, Context::Other, |f| unsafe { (f.init_task)(p, parent.is_some() as u32) });
+        let r = if self.ops_mask & abi::OP_INIT_TASK != 0 {
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.init_task)(p, parent.is_some() as u32) })
+        } else {
+            0
+        };
         if r != 0 {
             self.eject(sim, format!("ops.init_task failed ({r})"));
             return;
         }
-        // SAFETY: p is live.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.enable)(p) });
+        if self.ops_mask & abi::OP_ENABLE != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.enable)(p) });
+        }
     }
 
     // The program defines no ops.set_weight: the kernel only updates the
@@ -424,8 +587,10 @@ impl Policy for ScxPolicy {
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
         let p = self.p(t);
         let cpu = sim.task(t).cpu;
-        // SAFETY: p is live until freed below.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.exit_task)(p) });
+        if self.ops_mask & abi::OP_EXIT_TASK != 0 {
+            // SAFETY: p is live until freed below.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.exit_task)(p) });
+        }
         if let Some(s) = self.k.tasks[t as usize].take() {
             self.k.pid_tid.remove(&(sim.task(t).pid as i32));
             // SAFETY: freed once; the program holds no reference after
@@ -437,22 +602,41 @@ impl Policy for ScxPolicy {
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake) -> u32 {
         // select_task_rq: never for exec (ext.c keeps an exec'ing task where
         // it is) nor for a task that may run on one CPU only.
+        self.k.ts_mut(t).selected = false;
         if w.kind == WakeKind::Exec {
             return prev;
         }
         if let Some(c) = self.k.ts(t).pinned {
             return c;
         }
+        // core.c: a wake-up whose CPU select_task_rq chose is enqueued with
+        // ENQUEUE_RQ_SELECTED (SCX_ENQ_CPU_SELECTED); a fork's is not.
+        self.k.ts_mut(t).selected = w.kind == WakeKind::Wakeup;
         self.k.ts_mut(t).direct = None;
         let p = self.p(t);
         let wake = if w.kind == WakeKind::Fork { abi::WAKE_FORK } else { abi::WAKE_TTWU };
         // The program runs natively, so its instructions are not counted:
         // the placement pays for the CPUs the kernel's helpers looked at.
         self.k.scans = 0;
-        // SAFETY: p is live.
-        let cpu = self.call(sim, w.waker_cpu, Context::SelectCpu(t), |f| unsafe {
-            (f.select_cpu)(p, prev as c_int, wake, w.sync as u32)
-        });
+        let cpu = if self.ops_mask & abi::OP_SELECT_CPU != 0 {
+            // SAFETY: p is live.
+            self.call(sim, w.waker_cpu, Context::SelectCpu(t), |f| unsafe {
+                (f.select_cpu)(p, prev as c_int, wake, w.sync as u32)
+            })
+        } else {
+            // ext.c, select_task_rq_scx without ops.select_cpu: the built-in
+            // selection, and a direct dispatch to the CPU it found idle.
+            self.k.cpu = w.waker_cpu;
+            let found = Self::with_sim(&mut self.k, sim, |k| k.select_cpu(t, prev, w.sync, None, false));
+            if let Some(c) = found {
+                // SAFETY: p is live; SCX_SLICE_DFL is 20 ms.
+                unsafe { (self.prog.f.task_set_slice)(p, 20_000_000) };
+                self.k.ts_mut(t).direct = Some((abi::DSQ_LOCAL, 0, 0, None));
+                c as c_int
+            } else {
+                prev as c_int
+            }
+        };
         sim.note_scan(self.k.scans);
         if cpu < 0 || cpu as u32 >= self.k.nr_cpus {
             self.eject(sim, format!("invalid CPU {cpu} from ops.select_cpu()"));
@@ -464,12 +648,13 @@ impl Policy for ScxPolicy {
     }
 
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
-        self.runnable(sim, t);
+        self.note_runnable(sim, t);
         let p = self.p(t);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
-        if flags == Enq::Preempted {
-            // The balance ran at stopping (ext.c: balance before put_prev).
+        if matches!(flags, Enq::Preempted | Enq::Exec) {
+            // put_prev_task_scx: the balance ran at stopping (ext.c: balance
+            // before put_prev). No ops.runnable: the task stayed runnable.
             let found = self.balanced[cpu as usize].unwrap_or(true);
             // SAFETY: p is live.
             let slice = unsafe { (self.prog.f.task_slice)(p) };
@@ -478,20 +663,38 @@ impl Policy for ScxPolicy {
                 self.k.local[cpu as usize].push_front(t);
                 return;
             }
+            if !found && !self.plan.flags.enq_last {
+                // balance_one without SCX_OPS_ENQ_LAST: nothing else to run,
+                // so the task keeps the CPU with a default slice.
+                // SAFETY: p is live; SCX_SLICE_DFL is 20 ms.
+                unsafe { (self.prog.f.task_set_slice)(p, 20_000_000) };
+                self.k.local[cpu as usize].push_front(t);
+                return;
+            }
             let last = if found { 0 } else { abi::ENQ_LAST };
             self.enqueue_op(sim, t, cpu, last);
             return;
         }
-        if let Some((kind, id, enq)) = self.k.ts_mut(t).direct.take() {
+        let mut enq = if flags == Enq::Wakeup { abi::ENQ_WAKEUP } else { 0 };
+        if std::mem::take(&mut self.k.ts_mut(t).selected) {
+            enq |= abi::ENQ_CPU_SELECTED;
+        }
+        let here = if matches!(flags, Enq::Wakeup | Enq::New) { self.k.cpu } else { cpu };
+        // enqueue_task_scx: ops.runnable, then the direct dispatch or
+        // ops.enqueue (do_enqueue_task).
+        if self.ops_mask & abi::OP_RUNNABLE != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.runnable)(p, enq) });
+        }
+        if let Some((kind, id, denq, vtime)) = self.k.ts_mut(t).direct.take() {
             // A direct dispatch from select_cpu: LOCAL is the selected CPU.
-            Self::with_sim(&mut self.k, sim, |k| k.insert(t, kind, id, None, enq));
+            Self::with_sim(&mut self.k, sim, |k| k.insert(t, kind, id, vtime, denq));
             if let Some(e) = self.k.error.take() {
                 self.eject(sim, e);
             }
+            self.flush_reenq(sim);
             return;
         }
-        let enq = if flags == Enq::Wakeup { abi::ENQ_WAKEUP } else { 0 };
-        let here = if matches!(flags, Enq::Wakeup | Enq::New) { self.k.cpu } else { cpu };
         self.enqueue_op(sim, t, here, enq);
     }
 
@@ -524,7 +727,9 @@ impl Policy for ScxPolicy {
         self.prev[cpu as usize] = None;
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.running)(p) });
+        if self.ops_mask & abi::OP_RUNNING != 0 {
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.running)(p) });
+        }
     }
 
     fn stopping(&mut self, sim: &mut Sim, t: Tid, cpu: u32, runnable: bool) {
@@ -541,15 +746,26 @@ impl Policy for ScxPolicy {
             self.balanced[cpu as usize] = None;
         }
         self.prev[cpu as usize] = Some(t);
-        // SAFETY: p is live.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.stopping)(p, runnable as u32) });
+        if self.ops_mask & abi::OP_STOPPING != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.stopping)(p, runnable as u32) });
+        }
+        // dequeue_task_scx: a task that sleeps or exits stops running first
+        // (ops.stopping, above), then is no longer runnable: ops.quiescent
+        // with SCX_DEQ_SLEEP.
+        if !runnable && self.ops_mask & abi::OP_QUIESCENT != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.quiescent)(p, 1) });
+        }
     }
 
     fn tick(&mut self, sim: &mut Sim, cpu: u32, t: Tid) {
         Self::with_sim(&mut self.k, sim, |k| k.charge(t));
         let p = self.p(t);
-        // SAFETY: p is live.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.tick)(p) });
+        if self.ops_mask & abi::OP_TICK != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.tick)(p) });
+        }
         // task_tick_scx: a slice run out ends the stint.
         // SAFETY: p is live.
         if unsafe { (self.prog.f.task_slice)(p) } == 0 {
@@ -590,6 +806,15 @@ impl Policy for ScxPolicy {
     }
 
     fn stats(&self) -> serde_json::Value {
+        if let Some(names) = &self.peer_stats {
+            let mut m = serde_json::Map::new();
+            for g in names {
+                if let Some(v) = self.prog.get(g, 0) {
+                    m.insert(g.clone(), v.into());
+                }
+            }
+            return serde_json::Value::Object(m);
+        }
         let mut m = self.counters();
         if self.name == "scx:nest" {
             for g in ["nr_primary", "nr_reserve", "max_primary"] {

@@ -17,6 +17,10 @@ impl Dsq {
     pub(super) fn contains(&self, t: Tid) -> bool {
         self.fifo.contains(&t) || self.by_vtime.values().any(|&u| u == t)
     }
+    /// The task a consumer takes first (FIFO order, else lowest vtime).
+    pub(super) fn first(&self) -> Option<Tid> {
+        self.fifo.front().copied().or_else(|| self.by_vtime.values().next().copied())
+    }
     /// Take `t` out; false if it is not queued here.
     pub(super) fn remove(&mut self, t: Tid) -> bool {
         if let Some(i) = self.fifo.iter().position(|&u| u == t) {

@@ -13,8 +13,11 @@ pub(super) struct TaskState {
     pub(super) charged_at: u64,
     /// The task's only CPU, for a pinned task.
     pub(super) pinned: Option<u32>,
-    /// A direct dispatch from select_cpu: (queue kind, id, flags), applied at enqueue.
-    pub(super) direct: Option<(u32, u64, u32)>,
+    /// A direct dispatch from select_cpu: (queue kind, id, flags, vtime
+    /// for a vtime insert), applied at enqueue.
+    pub(super) direct: Option<(u32, u64, u32, Option<u64>)>,
+    /// ops.select_cpu ran for the wake-up being enqueued (SCX_ENQ_CPU_SELECTED).
+    pub(super) selected: bool,
     /// Runnable and not running since (the watchdog's runnable_at).
     pub(super) runnable_at: Option<u64>,
 }
@@ -37,6 +40,15 @@ pub(super) enum Context {
 /// 1024 CPUs the program handles (WC_MAX_CPUS); the kernel's masks are
 /// longer, and CPUs beyond never set.
 pub(super) type Mask = [u64; 16];
+
+/// `a & b`.
+pub(super) fn and(a: &Mask, b: &Mask) -> Mask {
+    let mut m = *a;
+    for (w, x) in m.iter_mut().zip(b.iter()) {
+        *w &= x;
+    }
+    m
+}
 
 pub(super) fn mask_of(cpus: impl Iterator<Item = u32>) -> Mask {
     let mut m = [0u64; 16];
@@ -63,6 +75,16 @@ pub(super) struct Kernel {
     /// Every CPU, and each LLC's (die's) CPUs.
     pub(super) all: Mask,
     pub(super) llc_masks: Vec<Mask>,
+    /// Each CPU's NUMA node (socket), and each node's CPUs.
+    pub(super) cpu_node: Vec<u32>,
+    pub(super) node_masks: Vec<Mask>,
+    /// The idle masks per node (SCX_OPS_BUILTIN_IDLE_PER_NODE).
+    pub(super) per_node: bool,
+    /// A node's view of the idle masks (cpu, smt), filled when read.
+    pub(super) node_views: Vec<[Box<[u64; abi::MASK_WORDS]>; 2]>,
+    /// The built-in selection's NUMA step (ext_idle.c, scx_selcpu_topo_numa):
+    /// nodes that are not one LLC each, without per-node idle masks.
+    pub(super) numa_step: bool,
     pub(super) max_khz: u32,
     pub(super) tasks: Vec<Option<TaskState>>,
     pub(super) pid_tid: BTreeMap<i32, Tid>,
@@ -72,6 +94,8 @@ pub(super) struct Kernel {
     /// Moves made by the current ops.dispatch call.
     pub(super) dispatched: u32,
     pub(super) idle_cpu: Box<[u64; abi::MASK_WORDS]>,
+    /// cpu_none_mask, for the idle masks a program may not read.
+    pub(super) none_mask: Box<[u64; abi::MASK_WORDS]>,
     pub(super) idle_smt: Box<[u64; abi::MASK_WORDS]>,
     /// The idle state ops.update_idle was last told, per CPU.
     pub(super) told_idle: Vec<bool>,
@@ -83,6 +107,9 @@ pub(super) struct Kernel {
     /// Program timers: the simulator's timer and the arming CPU, by slot.
     pub(super) timers: Vec<Option<(TimerId, u32)>>,
     pub(super) error: Option<String>,
+    /// Tasks an IMMED insert could not run at once, to hand back to
+    /// ops.enqueue with SCX_ENQ_REENQ after the operation: (task, CPU).
+    pub(super) reenq: Vec<(Tid, u32)>,
     /// The program's entry points (for the kfuncs that act on a task).
     pub(super) fns: *const program::Fns,
 }
@@ -104,6 +131,27 @@ impl Kernel {
         if self.error.is_none() {
             self.error = Some(msg);
         }
+    }
+    /// ext_idle.c: the global idle kfuncs (node -1) refuse to run with
+    /// per-node idle masks (SCX_OPS_BUILTIN_IDLE_PER_NODE), the per-node
+    /// ones without them (validate_node).
+    pub(super) fn node_mode_ok(&mut self, node: i32) -> bool {
+        if node < 0 {
+            if self.per_node {
+                self.fail("SCX_OPS_BUILTIN_IDLE_PER_NODE enabled".into());
+                return false;
+            }
+            return true;
+        }
+        if !self.per_node {
+            self.fail("per-node idle tracking is disabled".into());
+            return false;
+        }
+        if node as usize >= self.node_masks.len() {
+            self.fail(format!("invalid node {node}"));
+            return false;
+        }
+        true
     }
     pub(super) fn cpu_valid(&mut self, cpu: i32, what: &str) -> bool {
         if cpu >= 0 && (cpu as u32) < self.nr_cpus {
@@ -197,8 +245,8 @@ impl Kernel {
         None
     }
 
-    /// ext_idle.c, scx_pick_idle_cpu: a fully idle core first (with SMT),
-    /// else any idle CPU, claimed.
+    /// ext_idle.c, pick_idle_cpu_in_node: a fully idle core first (with
+    /// SMT), else any idle CPU, of `allowed`, claimed.
     pub(super) fn pick_idle(&mut self, allowed: &Mask, core_only: bool) -> Option<u32> {
         loop {
             let mut found = None;
@@ -218,6 +266,24 @@ impl Kernel {
         }
     }
 
+    /// ext_idle.c, scx_pick_idle_cpu: with per-node idle masks, `node`'s
+    /// CPUs first, then (unless `in_node`) the other nodes' in turn.
+    pub(super) fn pick_idle_from(&mut self, allowed: &Mask, core_only: bool, node: Option<u32>, in_node: bool) -> Option<u32> {
+        let Some(node) = node else { return self.pick_idle(allowed, core_only) };
+        let nodes = self.node_masks.len() as u32;
+        for i in 0..nodes {
+            if i > 0 && in_node {
+                break;
+            }
+            let n = (node + i) % nodes;
+            let m = and(allowed, &self.node_masks[n as usize]);
+            if let Some(c) = self.pick_idle(&m, core_only) {
+                return Some(c);
+            }
+        }
+        None
+    }
+
     /// The CPUs a task may run on.
     pub(super) fn task_mask(&self, t: Tid) -> Mask {
         match self.ts(t).pinned {
@@ -226,59 +292,76 @@ impl Kernel {
         }
     }
 
-    /// ext_idle.c, scx_select_cpu_dfl (the topology-aware version of 6.14
-    /// and later): with WAKE_SYNC, prev if it shares the waker's LLC and is
-    /// idle, else the waker's CPU if its local queue is empty and some CPU is
-    /// idle; then a fully idle core (prev's, then prev's LLC, then any);
-    /// then prev; then an idle CPU in prev's LLC, then any. Returns the CPU
-    /// and whether it was found idle (and claimed).
-    pub(super) fn select_cpu_dfl(&mut self, t: Tid, prev: u32, sync: bool) -> (u32, bool) {
-        let allowed = self.task_mask(t);
+    /// ext_idle.c, scx_select_cpu_dfl (the topology-aware version of 6.15
+    /// and later) among `allowed` and the task's CPUs: with WAKE_SYNC, prev
+    /// if it shares the waker's LLC and is idle, else the waker's CPU if its
+    /// local queue is empty and some CPU (of its node, with per-node idle
+    /// masks) is idle; then a fully idle core (prev's, then prev's LLC, then
+    /// prev's node, then any, from prev's node first with per-node masks);
+    /// then prev; then an idle CPU in the same order. The CPU found idle
+    /// (and claimed), or None.
+    pub(super) fn select_cpu(&mut self, t: Tid, prev: u32, sync: bool, within: Option<&Mask>, core_only: bool) -> Option<u32> {
+        let task = self.task_mask(t);
+        let allowed = match within {
+            Some(m) => and(m, &task),
+            None => task,
+        };
         let prev = if prev < self.nr_cpus { prev } else { 0 };
+        let node = self.per_node.then(|| self.cpu_node[prev as usize]);
         let llc = self.cpu_die[prev as usize] as usize;
-        let split_llc = self.llc_masks.len() > 1;
-        let mut in_llc = allowed;
-        for (w, l) in in_llc.iter_mut().zip(self.llc_masks[llc].iter()) {
-            *w &= l;
-        }
+        let in_llc = (self.llc_masks.len() > 1).then(|| and(&allowed, &self.llc_masks[llc]));
+        let in_numa = self.numa_step.then(|| and(&allowed, &self.node_masks[self.cpu_node[prev as usize] as usize]));
         let ok = |c: u32| Self::bit(&allowed, c);
         if sync {
             let waker = self.cpu;
             if self.cpu_die[waker as usize] as usize == llc && self.test_and_clear_idle(prev) {
-                return (prev, true);
+                return Some(prev);
             }
             let curr = self.sim().cpu(waker).curr;
             let exiting = curr.is_some_and(|w| self.sim().task(w).state == TState::Dead);
-            if !exiting && self.local[waker as usize].is_empty() && self.idle_cpu.iter().any(|&w| w != 0) && ok(waker)
-            {
-                return (waker, true);
+            let idle_here = match self.per_node {
+                true => and(&self.idle_cpu[..16].try_into().unwrap(), &self.node_masks[self.cpu_node[waker as usize] as usize]).iter().any(|&w| w != 0),
+                false => self.idle_cpu.iter().any(|&w| w != 0),
+            };
+            if !exiting && self.local[waker as usize].is_empty() && idle_here && ok(waker) {
+                return Some(waker);
             }
         }
         if self.smt {
-            if Self::bit(&self.idle_smt[..], prev) && self.test_and_clear_idle(prev) {
-                return (prev, true);
+            if ok(prev) && Self::bit(&self.idle_smt[..], prev) && self.test_and_clear_idle(prev) {
+                return Some(prev);
             }
-            if split_llc {
-                if let Some(c) = self.pick_idle(&in_llc, true) {
-                    return (c, true);
+            if let Some(m) = &in_llc {
+                if let Some(c) = self.pick_idle(m, true) {
+                    return Some(c);
                 }
             }
-            if let Some(c) = self.pick_idle(&allowed, true) {
-                return (c, true);
+            if let Some(m) = &in_numa {
+                if let Some(c) = self.pick_idle(m, true) {
+                    return Some(c);
+                }
+            }
+            if let Some(c) = self.pick_idle_from(&allowed, true, node, false) {
+                return Some(c);
+            }
+            if core_only {
+                return None;
             }
         }
         if ok(prev) && self.test_and_clear_idle(prev) {
-            return (prev, true);
+            return Some(prev);
         }
-        if split_llc {
-            if let Some(c) = self.pick_idle(&in_llc, false) {
-                return (c, true);
+        if let Some(m) = &in_llc {
+            if let Some(c) = self.pick_idle(m, false) {
+                return Some(c);
             }
         }
-        if let Some(c) = self.pick_idle(&allowed, false) {
-            return (c, true);
+        if let Some(m) = &in_numa {
+            if let Some(c) = self.pick_idle(m, false) {
+                return Some(c);
+            }
         }
-        (prev, false)
+        self.pick_idle_from(&allowed, false, node, false)
     }
 
     /// The CPU whose local queue LOCAL names in the current context.
@@ -318,6 +401,14 @@ impl Kernel {
                 }
                 if !self.allowed(t, cpu) {
                     self.fail(format!("task {t} cannot run on CPU {cpu}"));
+                    return;
+                }
+                // ext.c, SCX_ENQ_IMMED: the task goes to the local queue only
+                // if the CPU can run it at once (nothing queued there, and
+                // the CPU idle or balancing, rq_is_open); otherwise the
+                // kernel hands it back to ops.enqueue with SCX_ENQ_REENQ.
+                if enq & abi::ENQ_IMMED != 0 && !self.rq_open(cpu, enq) {
+                    self.reenq.push((t, cpu));
                     return;
                 }
                 // The task moves with its queue (ext.c, move_remote_task_to_local_dsq).
@@ -366,6 +457,20 @@ impl Kernel {
             }
             _ => self.fail(format!("invalid DSQ ID 0x{id:x}")),
         }
+    }
+
+    /// ext.c, rq_is_open, with the IMMED test of dispatch_enqueue: an empty
+    /// local queue on a CPU that idles, or balances, or that the insert
+    /// preempts.
+    fn rq_open(&mut self, cpu: u32, enq: u32) -> bool {
+        if !self.local[cpu as usize].is_empty() {
+            return false;
+        }
+        if self.context == Context::Dispatch(cpu) || enq & abi::ENQ_PREEMPT != 0 {
+            return true;
+        }
+        let c = self.sim().cpu(cpu);
+        c.curr.is_none() && matches!(c.mode, Mode::Idle | Mode::Waking)
     }
 
     pub(super) fn dsq(&mut self, kind: u32, id: u64) -> Option<&mut Dsq> {

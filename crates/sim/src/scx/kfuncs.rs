@@ -36,6 +36,22 @@ pub(super) extern "C" fn k_current_task(ctx: *mut c_void) -> TaskPtr {
         None => std::ptr::null_mut(),
     }
 }
+pub(super) extern "C" fn k_cpu_curr(ctx: *mut c_void, cpu: c_int) -> TaskPtr {
+    let k = kernel(ctx);
+    if !k.cpu_valid(cpu, "in scx_bpf_cpu_curr") {
+        return std::ptr::null_mut();
+    }
+    match k.sim().cpu(cpu as u32).curr {
+        Some(t) => k.tasks.get(t as usize).and_then(Option::as_ref).map_or(std::ptr::null_mut(), |s| s.p),
+        None => std::ptr::null_mut(),
+    }
+}
+/// ext.c, scx_bpf_task_running: task_rq(p)->curr == p.
+pub(super) extern "C" fn k_task_running(ctx: *mut c_void, t: u32) -> c_int {
+    let k = kernel(ctx);
+    let cpu = k.sim().task(t).cpu;
+    (k.sim().cpu(cpu).curr == Some(t)) as c_int
+}
 pub(super) extern "C" fn k_create_dsq(ctx: *mut c_void, id: u64) -> c_int {
     let k = kernel(ctx);
     if k.user.contains_key(&id) {
@@ -47,11 +63,11 @@ pub(super) extern "C" fn k_create_dsq(ctx: *mut c_void, id: u64) -> c_int {
 pub(super) extern "C" fn k_dsq_insert(ctx: *mut c_void, t: u32, kind: u32, id: u64, by_vtime: u32, vtime: u64, enq: u32) {
     let k = kernel(ctx);
     let vtime = (by_vtime != 0).then_some(vtime);
+    // ext.c, mark_direct_dispatch: an insert from select_cpu (or from
+    // enqueue for the task being enqueued) is the task's direct dispatch,
+    // done when the kernel enqueues it.
     if k.context == Context::SelectCpu(t) {
-        if vtime.is_some() {
-            k.fail("direct dispatch from select_cpu with vtime is not modelled".into());
-        }
-        k.ts_mut(t).direct = Some((kind, id, enq));
+        k.ts_mut(t).direct = Some((kind, id, enq, vtime));
         return;
     }
     k.insert(t, kind, id, vtime, enq);
@@ -104,6 +120,25 @@ pub(super) extern "C" fn k_dsq_nr_queued(ctx: *mut c_void, kind: u32, id: u64) -
             None => -libc::ENOENT,
         },
     }
+}
+/// ext.c, scx_bpf_dsq_peek: the task a consumer would take first.
+pub(super) extern "C" fn k_dsq_peek(ctx: *mut c_void, kind: u32, id: u64) -> TaskPtr {
+    let k = kernel(ctx);
+    let first = match kind {
+        abi::DSQ_LOCAL => {
+            let c = k.local_cpu(None);
+            k.local[c as usize].front().copied()
+        }
+        abi::DSQ_LOCAL_ON if (id as u32) < k.nr_cpus => k.local[id as usize].front().copied(),
+        _ => match k.dsq_ref(kind, id) {
+            Some(q) => q.first(),
+            None => {
+                k.fail(format!("scx_bpf_dsq_peek: non-existent DSQ 0x{id:x}"));
+                None
+            }
+        },
+    };
+    first.and_then(|t| k.tasks.get(t as usize).and_then(Option::as_ref)).map_or(std::ptr::null_mut(), |s| s.p)
 }
 /// A DSQ iterator's state in the program's `bpf_iter_scx_dsq`: the queue
 /// (kind, id), a snapshot of its tasks in queue order taken at creation (the
@@ -220,12 +255,20 @@ pub(super) extern "C" fn k_kick_cpu(ctx: *mut c_void, cpu: c_int, kick: u32) {
 pub(super) extern "C" fn k_test_and_clear_cpu_idle(ctx: *mut c_void, cpu: c_int) -> c_int {
     (cpu >= 0 && kernel(ctx).test_and_clear_idle(cpu as u32)) as c_int
 }
-pub(super) extern "C" fn k_pick_idle_cpu(ctx: *mut c_void, allowed: *const u64, core_only: u32) -> c_int {
+/// ext_idle.c, scx_bpf_pick_idle_cpu (node -1) and
+/// scx_bpf_pick_idle_cpu_node: each refused when the idle masks are not
+/// kept as it needs (per node or global).
+pub(super) extern "C" fn k_pick_idle_cpu(ctx: *mut c_void, allowed: *const u64, flags: u32, node: c_int) -> c_int {
     let k = kernel(ctx);
-    // SAFETY: `allowed` is a cpumask of the program's (1024 bytes).
+    if !k.node_mode_ok(node) {
+        return -libc::EBUSY;
+    }
+    // SAFETY: `allowed` is a cpumask of the program's (1024 bytes or more);
+    // the first 1024 CPUs are read.
     let mask: &Mask = unsafe { &*(allowed as *const Mask) };
-    // (The first 1024 CPUs of the kernel's longer mask.)
-    k.pick_idle(mask, core_only != 0).map_or(-libc::EBUSY, |c| c as c_int)
+    let node = (node >= 0).then_some(node as u32);
+    k.pick_idle_from(mask, flags & abi::PICK_CORE != 0, node, flags & abi::PICK_IN_NODE != 0)
+        .map_or(-libc::EBUSY, |c| c as c_int)
 }
 pub(super) extern "C" fn k_any_and_distribute(ctx: *mut c_void, a: *const u64, b: *const u64) -> c_int {
     let k = kernel(ctx);
@@ -234,20 +277,36 @@ pub(super) extern "C" fn k_any_and_distribute(ctx: *mut c_void, a: *const u64, b
     let (a, b): (&Mask, &Mask) = unsafe { (&*(a as *const Mask), &*(b as *const Mask)) };
     k.any_and_distribute(a, b).map_or(abi::MASK_WORDS as c_int * 64, |c| c as c_int)
 }
-pub(super) extern "C" fn k_select_cpu_dfl(ctx: *mut c_void, t: u32, prev: c_int, sync: u32, found: *mut u32) -> c_int {
+/// ext_idle.c, select_cpu_from_kfunc: the built-in selection for
+/// scx_bpf_select_cpu_dfl (allowed NULL) and __scx_bpf_select_cpu_and.
+pub(super) extern "C" fn k_select_cpu_and(ctx: *mut c_void, t: u32, prev: c_int, sync: u32, allowed: *const u64, flags: u32) -> c_int {
     let k = kernel(ctx);
-    let (cpu, idle) = k.select_cpu_dfl(t, prev.max(0) as u32, sync != 0);
-    // SAFETY: `found` points to a local of the caller in host.c.
-    unsafe { *found = idle as u32 };
-    cpu as c_int
-}
-pub(super) extern "C" fn k_idle_mask(ctx: *mut c_void, smt: u32) -> *const u64 {
-    let k = kernel(ctx);
-    if smt != 0 && k.smt {
-        k.idle_smt.as_ptr()
-    } else {
-        k.idle_cpu.as_ptr()
+    if prev >= 0 && !k.cpu_valid(prev, "as prev_cpu of the built-in idle selection") {
+        return -libc::EINVAL;
     }
+    // SAFETY: `allowed`, if given, is a cpumask of the program's.
+    let within: Option<Mask> = (!allowed.is_null()).then(|| unsafe { *(allowed as *const Mask) });
+    k.select_cpu(t, prev.max(0) as u32, sync != 0, within.as_ref(), flags & abi::PICK_CORE != 0)
+        .map_or(-libc::EBUSY, |c| c as c_int)
+}
+/// The idle masks, global (node -1) or one node's (a view kept per node).
+pub(super) extern "C" fn k_idle_mask(ctx: *mut c_void, smt: u32, node: c_int) -> *const u64 {
+    let k = kernel(ctx);
+    let smt = (smt != 0 && k.smt) as usize;
+    if !k.node_mode_ok(node) {
+        return k.none_mask.as_ptr();
+    }
+    if node < 0 {
+        return if smt == 1 { k.idle_smt.as_ptr() } else { k.idle_cpu.as_ptr() };
+    }
+    let n = node as usize;
+    let src = if smt == 1 { &k.idle_smt } else { &k.idle_cpu };
+    let mut view = [0u64; abi::MASK_WORDS];
+    for (i, w) in k.node_masks[n].iter().enumerate() {
+        view[i] = src[i] & w;
+    }
+    *k.node_views[n][smt] = view;
+    k.node_views[n][smt].as_ptr()
 }
 pub(super) extern "C" fn k_cpuperf_cur(ctx: *mut c_void, cpu: c_int) -> u32 {
     let k = kernel(ctx);

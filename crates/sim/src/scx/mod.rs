@@ -36,13 +36,17 @@
 //! time of 0 for "never".
 
 mod adapter;
+pub mod build_program;
 mod dsq;
 mod kernel;
 mod kfuncs;
+mod loader;
+pub mod peers;
 mod program;
+pub mod recipe;
 
 pub use adapter::ScxPolicy;
-pub use program::{build_variant, Source};
+pub use program::{build_variant, missing_symbols, Source};
 
 use dsq::*;
 use kernel::*;
@@ -56,7 +60,7 @@ use crate::machine::Machine;
 use crate::policy::{Daemon, Enq, Policy, Wake, WakeKind};
 use crate::SimError;
 use warmcore_sched_settings::{NestWarm, Policy as ScxName, Settings, Topology};
-use program::{abi, HostOps, Program, TaskPtr};
+use program::{abi, HostOps, Program, TaskPtr, TopologyC};
 
 /// Time offset of the program's clock (see the module doc).
 const CLOCK_OFFSET_NS: u64 = 1_000_000_000;
@@ -83,4 +87,48 @@ pub fn topology(machine: &Machine) -> Topology {
         pmqos: true,
         loader_cpu: 0,
     }
+}
+
+/// The machine as the peers' loaders read it (scx_utils's `Topology`).
+pub fn peer_machine(machine: &Machine) -> recipe::Machine {
+    let n = machine.nr_cpus as usize;
+    // scx_utils Topology::sibling_cpus: the first two CPUs of each core
+    // name each other; a core of one CPU has none.
+    let mut sibling = vec![-1i64; n];
+    for cpus in &machine.core_cpus {
+        let mut c: Vec<u32> = cpus.clone();
+        c.sort();
+        if c.len() > 1 {
+            sibling[c[0] as usize] = c[1] as i64;
+            sibling[c[1] as usize] = c[0] as i64;
+        }
+    }
+    recipe::Machine {
+        nr_cpus: machine.nr_cpus,
+        node: machine.cpu_socket.clone(),
+        nr_nodes: machine.nr_sockets(),
+        smt: machine.spec.threads_per_core > 1,
+        sibling,
+        // Every CPU of a modelled machine has the same highest frequency
+        // (cpufreq/cpuinfo_max_freq, scx_utils's last source of capacity).
+        capacity: vec![1024; n],
+    }
+}
+
+/// The kernel's per-CPU topology variables and NUMA nodes of the machine:
+/// sd_llc_id is the first CPU of the CPU's LLC (here its die), sd_llc_size
+/// the LLC's CPUs (kernel/sched/topology.c, update_top_cache_domain).
+pub(crate) fn host_topology(machine: &Machine) -> (Vec<c_int>, Vec<c_int>, Vec<c_int>) {
+    let n = machine.nr_cpus as usize;
+    let node: Vec<c_int> = machine.cpu_socket.iter().map(|&s| s as c_int).collect();
+    let mut llc_id = vec![0; n];
+    let mut llc_size = vec![1; n];
+    for cpus in &machine.die_cpus {
+        let first = cpus.iter().copied().min().unwrap_or(0) as c_int;
+        for &c in cpus {
+            llc_id[c as usize] = first;
+            llc_size[c as usize] = cpus.len() as c_int;
+        }
+    }
+    (node, llc_id, llc_size)
 }
