@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use warmcore_reproduce::{reproduce, Options};
+use warmcore_reproduce::{reproduce, Options, ReproduceError};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -51,7 +51,10 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let only = a.only.as_deref().map(parse_only).transpose()?;
     let engine = crate::sweep::engine(a.ray.as_deref(), a.jobs, None)?;
     let opts = Options { quick: a.quick, only, out: a.out.clone(), engine };
-    let w = reproduce(&opts).map_err(anyhow::Error::msg)?;
+    let w = reproduce(&opts).map_err(|e| match e {
+        ReproduceError::Options(m) => anyhow::Error::new(warmcore_args::UsageError(m)),
+        ReproduceError::Work(m) => anyhow::Error::msg(m),
+    })?;
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {
         println!("claim {} {}: {}", c.id, c.grade.label(), c.sim_value);

@@ -43,6 +43,10 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["record", "--cpus", "3-1"], USAGE, "bad CPU list"),
         (&["ftl", "--cpu", "99999", "-o", "f.png"], USAGE, "no CPU 99999"),
         (&["reproduce", "--out", "r", "--only", "x"], USAGE, "--only takes claim ids"),
+        (&["reproduce", "--out", "r", "--only", "99"], USAGE, "unknown claim id 99"),
+        (&["reproduce", "--out", "notes.txt", "--only", "1"], USAGE, "choose a writable --out"),
+        (&["vm", "--kernel", "missing-vmlinuz", "--", "true"], USAGE, "--kernel missing-vmlinuz: no such file"),
+        (&["field", "--out", "f", "--set", "machines=nosuch"], USAGE, "nosuch"),
         // An input file that cannot be read, or is not what it should be.
         (&["trace", "info", "missing.wct"], USAGE, "No such file"),
         (&["trace", "stats", "notes.txt"], USAGE, "not a warmcore trace"),
@@ -78,7 +82,7 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
     // Nothing was written by a refused command.
-    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir", "f.png"] {
+    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir", "f.png", "f"] {
         assert!(!d.join(f).exists(), "{f} was written");
     }
 }

@@ -551,20 +551,44 @@ fn write_file(path: &Path, s: &str) -> Result<(), String> {
 
 /// Run the selected claims and write runs.json, claims.json, figures.json
 /// and report.md into `opts.out` (figures are drawn afterwards by Python).
-pub fn reproduce(opts: &Options) -> Result<Written, String> {
+/// Why a reproduction stopped: its options (claim ids, the output
+/// directory: a usage error) or the work itself.
+#[derive(Debug)]
+pub enum ReproduceError {
+    Options(String),
+    Work(String),
+}
+
+impl std::fmt::Display for ReproduceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReproduceError::Options(m) | ReproduceError::Work(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ReproduceError {}
+
+impl From<String> for ReproduceError {
+    fn from(m: String) -> Self {
+        ReproduceError::Work(m)
+    }
+}
+
+pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
     let setup = Setup::new(opts.quick);
-    let (claims, skipped) = select(all_claims(&setup), opts.only.as_deref())?;
-    prepare_dir(&opts.out)?;
+    let (claims, skipped) = select(all_claims(&setup), opts.only.as_deref()).map_err(ReproduceError::Options)?;
+    prepare_dir(&opts.out).map_err(ReproduceError::Options)?;
     // The real workloads are part of a whole reproduction; --only picks
     // claims.
     let with_real = opts.only.is_none();
     let recordings = if with_real {
         // A workload spec's parameters end at a comma.
         if std::path::absolute(&opts.out).unwrap_or_else(|_| opts.out.clone()).to_string_lossy().contains(',') {
-            return Err(format!(
+            return Err(ReproduceError::Options(format!(
                 "the path of {} has a comma, which a replayed trace's workload spec cannot hold: choose another --out",
                 opts.out.display()
-            ));
+            )));
         }
         real::import_all(&opts.out)?
     } else {

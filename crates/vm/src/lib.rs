@@ -282,7 +282,7 @@ pub fn boot(r: &Options) -> Result<i32> {
     } else {
         let p = PathBuf::from(&r.kernel);
         if !p.is_file() {
-            bail!("--kernel {}: no such file", r.kernel);
+            bail!(warmcore_args::UsageError::new(format!("--kernel {}: no such file: give a kernel image, or auto", r.kernel)));
         }
         p
     };
