@@ -184,3 +184,37 @@ fn every_command_piped_into_head_ends_quietly() {
         assert!(status.success() || status.signal() == Some(libc::SIGPIPE), "{args:?}: {status:?} {e}");
     }
 }
+
+/// A sched_ext scheduler of one's own (`bpf:DIR`) whose recipe or source is
+/// wrong, or a peer's recipe error: one line naming the file and line, and
+/// a non-zero exit.
+#[test]
+fn bad_bpf_directories_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = d.join("prog");
+    std::fs::create_dir(&prog).unwrap();
+    // A minimal scheduler: the global queue only.
+    std::fs::write(
+        prog.join("main.bpf.c"),
+        "#include <scx/common.bpf.h>\nchar _license[] SEC(\"license\") = \"GPL\";\nconst volatile u64 slice_ns = 1000000;\n\
+         void BPF_STRUCT_OPS(mini_enqueue, struct task_struct *p, u64 enq_flags)\n{\n\tscx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);\n}\n\
+         SCX_OPS_DEFINE(mini_ops, .enqueue = (void *)mini_enqueue, .name = \"mini\");\n",
+    )
+    .unwrap();
+    let recipe = "loader = \"none: this test\"\n[options]\nslice_us = 1000\n[rodata]\nslice_ns = \"slice_us * 1000\"\n";
+    std::fs::write(prog.join("recipe.toml"), recipe).unwrap();
+    let spec = format!("bpf:{}", prog.display());
+    let o = warmcore_in(d, &["sim", "--workload", "configure:checks=2", "--policy", &spec]);
+    assert!(o.status.success(), "{}", err(&o));
+    let path = prog.join("recipe.toml").display().to_string();
+    std::fs::write(prog.join("recipe.toml"), recipe.replace("slice_ns = ", "slice_nsec = ")).unwrap();
+    refused(d, &["sim", "--workload", "configure", "--policy", &spec], &format!("{path}:5: the program has no global slice_nsec"));
+    std::fs::write(prog.join("recipe.toml"), format!("{recipe}[[after_load]]\nsyscall = \"enable_primary_cpu\"\n")).unwrap();
+    refused(d, &["sim", "--workload", "configure", "--policy", &spec], &format!("{path}:6: the program has no SEC(\"syscall\") program enable_primary_cpu"));
+    std::fs::write(prog.join("recipe.toml"), recipe).unwrap();
+    let c = std::fs::read_to_string(prog.join("main.bpf.c")).unwrap();
+    std::fs::write(prog.join("main.bpf.c"), c.replace("slice_ns, enq_flags", "slice_nanos, enq_flags")).unwrap();
+    refused(d, &["sim", "--workload", "configure", "--policy", &spec], "main.bpf.c:6:40: error: use of undeclared identifier 'slice_nanos'");
+    refused(d, &["sim", "--workload", "configure", "--policy", &format!("bpf:{}", d.join("none").display())], "recipe.toml");
+}

@@ -157,6 +157,61 @@ static struct wc_percpu wc_percpus[] = {
 
 /* ------------------------------------------------------------ helpers */
 
+/*
+ * A hash map: open addressing with linear probing over `slots` slots, a
+ * value's address fixed while its entry lives (as the kernel's
+ * preallocated htab elements), at most max_entries entries (-E2BIG).
+ */
+static u64 wc_hash_key(const struct wc_map *m, const void *key)
+{
+	const u8 *k = key;
+	u64 h = 1469598103934665603ULL;
+	u32 i;
+
+	for (i = 0; i < m->key_size; i++)
+		h = (h ^ k[i]) * 1099511628211ULL;
+	return h;
+}
+
+static bool wc_key_eq(const struct wc_map *m, u32 slot, const void *key)
+{
+	const u8 *a = m->keys + (u64)slot * m->key_size;
+
+	switch (m->key_size) {
+	case 4:
+		return *(const u32 *)a == *(const u32 *)key;
+	case 8:
+		return *(const u64 *)a == *(const u64 *)key;
+	default:
+		return !__builtin_memcmp(a, key, m->key_size);
+	}
+}
+
+/* The slot holding @key, or -1. */
+static u32 wc_hash_find(const struct wc_map *m, const void *key)
+{
+	u32 mask = m->slots - 1, i = wc_hash_key(m, key) & mask, n;
+
+	for (n = 0; n < m->slots; n++, i = (i + 1) & mask) {
+		if (m->used[i] == 0)
+			return (u32)-1;
+		if (m->used[i] == 1 && wc_key_eq(m, i, key))
+			return i;
+	}
+	return (u32)-1;
+}
+
+/* A free slot for a new @key (the first deleted or empty one it probes). */
+static u32 wc_hash_free(const struct wc_map *m, const void *key)
+{
+	u32 mask = m->slots - 1, i = wc_hash_key(m, key) & mask, n;
+
+	for (n = 0; n < m->slots; n++, i = (i + 1) & mask)
+		if (m->used[i] != 1)
+			return i;
+	return (u32)-1;
+}
+
 void *wc_helper_bpf_map_lookup_elem(void *def, const void *key)
 {
 	struct wc_map *m = wc_map_of(def);
@@ -174,10 +229,8 @@ void *wc_helper_bpf_map_lookup_elem(void *def, const void *key)
 			return NULL;
 		return m->values + ((u64)H->cpu(H->ctx) * m->max_entries + k) * m->stride;
 	case BPF_MAP_TYPE_HASH:
-		for (i = 0; i < m->max_entries; i++)
-			if (m->used[i] && !__builtin_memcmp(m->keys + (u64)i * m->key_size, key, m->key_size))
-				return m->values + (u64)i * m->stride;
-		return NULL;
+		i = wc_hash_find(m, key);
+		return i == (u32)-1 ? NULL : m->values + (u64)i * m->stride;
 	}
 	return NULL;
 }
@@ -215,15 +268,13 @@ long wc_helper_bpf_map_update_elem(void *def, const void *key, const void *value
 		}
 		if (flags == BPF_EXIST)
 			return -ENOENT;
-		for (i = 0; i < m->max_entries; i++) {
-			if (!m->used[i]) {
-				free_i = i;
-				break;
-			}
-		}
+		if (m->count >= m->max_entries)
+			return -E2BIG;
+		free_i = wc_hash_free(m, key);
 		if (free_i == (u32)-1)
 			return -E2BIG;
 		m->used[free_i] = 1;
+		m->count++;
 		wc_copy(m->keys + (u64)free_i * m->key_size, key, m->key_size);
 		wc_copy(m->values + (u64)free_i * m->stride, value, m->value_size);
 		return 0;
@@ -247,14 +298,13 @@ long wc_helper_bpf_map_delete_elem(void *def, const void *key)
 
 	if (!m || m->type != BPF_MAP_TYPE_HASH)
 		return -EINVAL;
-	for (i = 0; i < m->max_entries; i++) {
-		if (m->used[i] && !__builtin_memcmp(m->keys + (u64)i * m->key_size, key, m->key_size)) {
-			m->used[i] = 0;
-			__builtin_memset(m->values + (u64)i * m->stride, 0, m->stride);
-			return 0;
-		}
-	}
-	return -ENOENT;
+	i = wc_hash_find(m, key);
+	if (i == (u32)-1)
+		return -ENOENT;
+	m->used[i] = 2;
+	m->count--;
+	__builtin_memset(m->values + (u64)i * m->stride, 0, m->stride);
+	return 0;
 }
 
 __u64 wc_helper_bpf_ktime_get_ns(void)
@@ -1256,15 +1306,20 @@ int wc_sim_attach(const struct wc_host_ops *ops, const struct wc_sim_topology *t
 			case BPF_MAP_TYPE_HASH:
 			case BPF_MAP_TYPE_PERCPU_ARRAY:
 				copies = m->type == BPF_MAP_TYPE_PERCPU_ARRAY ? wc_nr_cpus : 1;
+				if (m->type == BPF_MAP_TYPE_HASH) {
+					for (m->slots = 1; m->slots < 2 * m->max_entries; m->slots *= 2)
+						;
+					m->count = 0;
+					m->keys = calloc(m->slots, m->key_size);
+					m->used = calloc(m->slots, 1);
+					m->values = calloc(m->slots, m->stride);
+					if (!m->keys || !m->used || !m->values)
+						return -ENOMEM;
+					break;
+				}
 				m->values = calloc((u64)m->max_entries * copies, m->stride);
 				if (!m->values)
 					return -ENOMEM;
-				if (m->type == BPF_MAP_TYPE_HASH) {
-					m->keys = calloc(m->max_entries, m->key_size);
-					m->used = calloc(m->max_entries, 1);
-					if (!m->keys || !m->used)
-						return -ENOMEM;
-				}
 				break;
 			case BPF_MAP_TYPE_TASK_STORAGE:
 			case BPF_MAP_TYPE_CGRP_STORAGE:
@@ -1419,7 +1474,8 @@ void *wc_sim_map(const char *name, u32 *type, u32 *stride, u32 *max_entries, u32
 		return NULL;
 	*type = m->type;
 	*stride = m->stride;
-	*max_entries = m->max_entries;
+	/* (A hash map's storage is its table of slots.) */
+	*max_entries = m->type == BPF_MAP_TYPE_HASH ? m->slots : m->max_entries;
 	*copies = m->type == BPF_MAP_TYPE_PERCPU_ARRAY ? wc_nr_cpus : 1;
 	return m->values;
 }

@@ -20,8 +20,10 @@ struct wc_map {
 	 * per-CPU arrays hold nr_cpus copies of each entry, CPU-major. */
 	unsigned int stride;
 	unsigned char *values;
-	unsigned char *keys;		/* HASH */
-	unsigned char *used;		/* HASH */
+	unsigned char *keys;		/* HASH: an open-addressing table of */
+	unsigned char *used;		/* slots slots, 0 free, 1 used, 2 deleted */
+	unsigned int slots;		/* HASH: a power of two, >= 2 * max_entries */
+	unsigned int count;		/* HASH: entries */
 	unsigned int storage_slot;	/* TASK_STORAGE, CGRP_STORAGE */
 };
 

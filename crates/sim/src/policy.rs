@@ -221,6 +221,13 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
             let (scx_name, scx_params) = crate::parse_spec(rest);
             Ok(Box::new(crate::scx::ScxPolicy::new(machine, scx_name, &scx_params)?))
         }
+        #[cfg(feature = "scx")]
+        "bpf" => {
+            // bpf:DIR[:key=value,...]: the sched_ext program in DIR, with its recipe.
+            let rest = spec.split_once(':').map_or("", |r| r.1);
+            let (dir, params) = crate::parse_spec(rest);
+            Ok(Box::new(crate::scx::ScxPolicy::from_dir(machine, dir, &params)?))
+        }
         _ => Err(crate::SimError::Input(format!(
             "unknown policy '{name}'; valid: {}, {}",
             POLICIES.join(", "),
@@ -231,7 +238,7 @@ pub fn make_policy(spec: &str, machine: &crate::Machine) -> Result<Box<dyn Polic
 
 fn scx_policy_names() -> String {
     #[cfg(feature = "scx")]
-    return crate::scx::ScxPolicy::names().join(", ");
+    return format!("{}, bpf:DIR", crate::scx::ScxPolicy::names().join(", "));
     #[cfg(not(feature = "scx"))]
     return "scx:NAME (not in this build: warmcore-sim's feature scx)".into();
 }

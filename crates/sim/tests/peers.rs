@@ -303,3 +303,25 @@ fn recipe_errors_name_the_file_and_line() {
     let (e, line) = with("numa_enabled = \"!disable_numa && nr_nodes > 1\"", "numa_enabled = \"!disable_numa && nr_nodes >\"");
     assert_eq!(e, format!("peers/bpfland.toml:{line}: numa_enabled: unexpected end"));
 }
+
+#[test]
+fn a_directory_with_a_copy_of_a_peer_runs_as_the_peer() {
+    // bpf:DIR with bpfland's files as built and its recipe: the same run as
+    // scx:bpfland (built on first use, then from the cache).
+    built();
+    let m = common::quiet("default");
+    let dir = tempfile::tempdir().unwrap();
+    let src = Source::peer("bpfland").unwrap();
+    for name in src.names() {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, src.file(name).unwrap()).unwrap();
+    }
+    std::fs::write(dir.path().join("recipe.toml"), peers::find("bpfland").unwrap().recipe).unwrap();
+    let spec = format!("bpf:{}", dir.path().display());
+    for params in ["", ":slice_us=5000"] {
+        let (_, mine) = simulate(&m, Governor::Powersave, &format!("{spec}{params}"), wl("hackbench:groups=2,loops=10", &m));
+        let (_, builtin) = simulate(&m, Governor::Powersave, &format!("scx:bpfland{params}"), wl("hackbench:groups=2,loops=10", &m));
+        assert!(mine == builtin, "bpf:DIR{params} and scx:bpfland{params} differ");
+    }
+}

@@ -81,6 +81,17 @@ impl ScxPolicy {
         ScxPolicy::with_recipe(machine, name, params, shared_object, None)
     }
 
+    /// `bpf:DIR`: the sched_ext program in a directory, with its recipe
+    /// (DIR/recipe.toml), built on first use into a cache keyed by its
+    /// sources (docs/peers.md, Your own scheduler).
+    pub fn from_dir(machine: &Machine, dir: &str, params: &[(String, String)]) -> Result<ScxPolicy, SimError> {
+        let label = format!("bpf:{dir}");
+        let (so, recipe_path, recipe) = super::dir::build(std::path::Path::new(dir)).map_err(|e| SimError::Input(format!("{label}: {e}")))?;
+        let plan = super::recipe::plan(&recipe_path, &recipe, &label, params, &peer_machine(machine)).map_err(SimError::Input)?;
+        let stats = super::recipe::stats(&recipe);
+        ScxPolicy::build(machine, label, plan, &so, None, Some(stats))
+    }
+
     /// As `with_program`, and for a peer with another recipe: (its path as
     /// errors name it, its text).
     pub fn with_recipe(
@@ -90,12 +101,6 @@ impl ScxPolicy {
         shared_object: Option<&[u8]>,
         recipe: Option<(&str, &str)>,
     ) -> Result<ScxPolicy, SimError> {
-        if machine.nr_cpus > 1024 {
-            return Err(SimError::Input(format!(
-                "scx:{name}: {} CPUs; the programs handle at most 1024",
-                machine.nr_cpus
-            )));
-        }
         let topo = topology(machine);
         // The loader: a peer's recipe, or warmcore's settings.
         let (plan, so, settings, peer_stats) = match super::peers::find(name) {
@@ -126,8 +131,25 @@ impl ScxPolicy {
                 (plan, shared_object.unwrap_or(program::SHARED_OBJECT), Some(settings), None)
             }
         };
+        ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats)
+    }
+
+    /// A program with its loader's plan, as `label` (scx:NAME, bpf:DIR).
+    fn build(
+        machine: &Machine,
+        label: String,
+        plan: Plan,
+        so: &[u8],
+        settings: Option<Settings>,
+        peer_stats: Option<Vec<String>>,
+    ) -> Result<ScxPolicy, SimError> {
+        let name = label.as_str();
+        if machine.nr_cpus > 1024 {
+            return Err(SimError::Input(format!("{name}: {} CPUs; the programs handle at most 1024", machine.nr_cpus)));
+        }
+        let topo = topology(machine);
         // Boxed: the kernel keeps a pointer to its entry points.
-        let mut prog = Box::new(Program::load_from(so).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?);
+        let mut prog = Box::new(Program::load_from(so).map_err(|e| SimError::Input(format!("{name}: {e}")))?);
         let n = machine.nr_cpus as usize;
         let fns: *const program::Fns = &prog.f;
         let llc_masks: Vec<Mask> = machine.die_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect();
@@ -212,12 +234,12 @@ impl ScxPolicy {
             llc_id: llc_id.as_ptr(),
             llc_size: llc_size.as_ptr(),
         };
-        prog.attach(&*ops, &topo_c).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
+        prog.attach(&*ops, &topo_c).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
 
         // What the loader writes before load; every name it uses after.
-        super::loader::check(&prog, &plan).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
+        super::loader::check(&prog, &plan).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
         for w in &plan.rodata {
-            super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("scx:{name}: {e}")))?;
+            super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
         }
         let nest = settings.as_ref().is_some_and(|s| s.policy == ScxName::Nest);
         let warm = settings.as_ref().map_or(NestWarm::Off, |s| s.warm(&topo));
@@ -228,7 +250,7 @@ impl ScxPolicy {
             ops_mask &= !abi::OP_UPDATE_IDLE;
         }
         Ok(ScxPolicy {
-            name: format!("scx:{name}"),
+            name: label.clone(),
             plan,
             peer_stats,
             _ops: ops,

@@ -37,6 +37,7 @@
 
 mod adapter;
 pub mod build_program;
+mod dir;
 mod dsq;
 mod kernel;
 mod kfuncs;
