@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`warmcore plot`, through the Rust CLI that runs the package."""
 
+import os
 import random
 import shutil
 import signal
@@ -118,8 +119,12 @@ def test_a_closed_stdout_ends_plot_as_it_ends_the_other_commands(known_trace, tm
     picture in place (docs/conventions.md, Pipes)."""
     out = tmp_path / "x.png"
     for args in (["plot", known_trace, "-o", out], ["trace", "info", known_trace]):
-        p = subprocess.Popen([str(BIN), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        p.stdout.close()
+        # The pipe's reading end is closed before the command starts: its
+        # first write finds no reader, however soon it writes.
+        r, w = os.pipe()
+        os.close(r)
+        p = subprocess.Popen([str(BIN), *map(str, args)], stdout=w, stderr=subprocess.PIPE)
+        os.close(w)
         err = p.stderr.read()
         assert p.wait(timeout=300) == -signal.SIGPIPE and err == b"", (args, p.returncode, err)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

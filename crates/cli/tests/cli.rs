@@ -203,12 +203,14 @@ fn times_and_counts_out_of_range_are_refused_in_one_line() {
 }
 
 /// Good times get past the parser: a VM whose kernel is missing fails on
-/// that (status 1), not on its --timeout; a simulation and a workload run.
+/// that (a usage error, status 2), not on its --timeout; a simulation and a
+/// workload run.
 #[test]
 fn good_times_and_counts_are_taken() {
     let o = warmcore(&["vm", "--timeout", "2.5", "--kernel", "/no/such/kernel", "--", "true"]);
     let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--kernel /no/such/kernel: no such file"), "{e}");
     assert!(!e.contains("--timeout") && !e.contains("panicked"), "{e}");
     let o = warmcore(&["sim", "--workload", "configure", "--max-time", "20ms", "--max-events", "100000", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
