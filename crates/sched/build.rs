@@ -8,7 +8,7 @@ mod bpf_parts;
 fn main() {
     // scx_cargo watches its input's directory; the parts are named here too,
     // so that the build follows what main.bpf.c includes, wherever it lives.
-    let (files, _) = bpf_parts::program(std::path::Path::new("src/bpf/main.bpf.c"));
+    let (files, _) = bpf_parts::expand(std::path::Path::new("src/bpf/main.bpf.c")).unwrap_or_else(|e| panic!("{e}"));
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }

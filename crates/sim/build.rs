@@ -58,7 +58,7 @@ fn main() {
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }
-    for f in ["../sched/src/bpf/intf.h", "scx/host.c", "scx/host.h", "scx/prelude.h", "scx/tables.h", "src/scx/build_program.rs"] {
+    for f in ["../sched/src/bpf/intf.h", "../sched/bpf_parts.rs", "scx/host.c", "scx/host.h", "scx/prelude.h", "scx/tables.h", "src/scx/build_program.rs"] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-env-changed=BPF_CLANG");

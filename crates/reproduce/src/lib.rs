@@ -158,7 +158,7 @@ impl Claim {
         let m = Machine::load("default").ok()?;
         self.needs
             .iter()
-            .find_map(|p| warmcore_sim::policy::make_policy(p, &m).err().map(|e| (p.clone(), e.to_string())))
+            .find_map(|p| warmcore_sim::make_policy(p, &m).err().map(|e| (p.clone(), e.to_string())))
     }
     pub fn evaluate(&self, r: &Results, s: &Setup) -> Outcome {
         match (self.check)(r, s) {

@@ -46,6 +46,8 @@ use crate::sim::{Sim, Tid, TICK_NS};
 use crate::SimError;
 
 mod eevdf;
+mod on_cfs;
+pub use on_cfs::OnCfs;
 pub use eevdf::{base_slice, imb_numa_nr, lag_at_dequeue, place_vruntime, sis_util_budget};
 
 /// Which kernel's fair class the model follows: 5.9 (`cfs`, the papers'),

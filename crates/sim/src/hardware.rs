@@ -403,7 +403,7 @@ mod tests {
         use crate::dvfs::dynamic_power;
         use crate::engine::{CountSink, Engine};
         let m = crate::Machine::load("xeon-gold-5218-2s").unwrap();
-        let p = crate::policy::make_policy("cfs", &m).unwrap();
+        let p = crate::policies::make_policy("cfs", &m).unwrap();
         use crate::program::{Amount, Step, Workload};
         let mut w = Workload::new("one");
         let prog = w.add("t", vec![Step::Compute(Amount::fixed(1e6)), Step::Exit]);

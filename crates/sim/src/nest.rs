@@ -58,9 +58,9 @@
 use warmcore_trace::event::nest as membership;
 use warmcore_trace::ids;
 
-use crate::cfs::Cfs;
+use crate::cfs::{Cfs, OnCfs};
 use crate::machine::Machine;
-use crate::policy::{OnCfs, Policy, Wake, WakeKind};
+use crate::policy::{Policy, Wake, WakeKind};
 use crate::sim::{Mode, Sim, Tid, TICK_NS};
 use crate::SimError;
 

@@ -286,7 +286,7 @@ mod tests {
         // run 100 us then a timer of 1000 us: sleep 900 us.
         assert_eq!(p1.steps[1], Step::Sleep(Amount::fixed(900e3)));
         let m = crate::Machine::load("default").unwrap();
-        let p = crate::policy::make_policy("cfs", &m).unwrap();
+        let p = crate::policies::make_policy("cfs", &m).unwrap();
         let mut e = crate::Engine::new(m, crate::Governor::Schedutil, p, w, 1, Box::new(crate::engine::CountSink::default()))
             .unwrap();
         e.check_invariants = true;

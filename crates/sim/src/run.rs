@@ -181,7 +181,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     let t0 = Instant::now();
     let machine = Machine::load(&cfg.machine)?;
     let governor = Governor::parse(&cfg.governor)?;
-    let policy = crate::policy::make_policy(&cfg.policy, &machine)?;
+    let policy = crate::policies::make_policy(&cfg.policy, &machine)?;
     let workload = load_workload(&cfg.workload, &machine)?;
     let metric_spec = workload.metric.clone();
     let params = workload.params.clone();

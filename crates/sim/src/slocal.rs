@@ -10,9 +10,9 @@
 //! Wake-ups without a waker (a timer or I/O completion) and exec keep the
 //! fair class's choice: there is no waker's core to prefer there.
 
-use crate::cfs::Cfs;
+use crate::cfs::{Cfs, OnCfs};
 use crate::machine::Machine;
-use crate::policy::{OnCfs, Policy, Wake, WakeKind};
+use crate::policy::{Policy, Wake, WakeKind};
 use crate::sim::{Sim, Tid};
 use crate::SimError;
 

@@ -29,9 +29,9 @@ use std::collections::HashMap;
 
 use warmcore_trace::ids;
 
-use crate::cfs::Cfs;
+use crate::cfs::{Cfs, OnCfs};
 use crate::machine::Machine;
-use crate::policy::{OnCfs, Policy, Wake};
+use crate::policy::{Policy, Wake};
 use crate::sim::{Sim, Tid, TimerId};
 use crate::SimError;
 

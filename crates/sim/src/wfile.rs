@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(w.pipes, vec![16]);
         assert_eq!(w.initial.len(), 1);
         let m = crate::Machine::load("default").unwrap();
-        let p = crate::policy::make_policy("cfs", &m).unwrap();
+        let p = crate::policies::make_policy("cfs", &m).unwrap();
         let mut e = crate::Engine::new(m, crate::Governor::Powersave, p, w, 1, Box::new(crate::engine::CountSink::default()))
             .unwrap();
         let out = e.run(crate::Limits::default()).unwrap();

@@ -5,7 +5,7 @@
 
 use warmcore_sim::engine::{Engine, Limits};
 use warmcore_sim::machine::BackgroundSpec;
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine, SimError};
 use warmcore_trace::ids;

@@ -3,7 +3,7 @@
 //! wait: a waiter that the last thread reaches in time never sleeps.
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{workloads, Governor, Machine};
 use warmcore_trace::event::prev_state;

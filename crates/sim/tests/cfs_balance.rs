@@ -4,7 +4,7 @@
 //! (up to nr_migrate), and a machine with one task is left alone.
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};

@@ -5,7 +5,7 @@
 
 use warmcore_sim::cfs::{base_slice, imb_numa_nr, lag_at_dequeue, place_vruntime, sis_util_budget};
 use warmcore_sim::engine::Outcome;
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};

@@ -2,7 +2,7 @@
 //! Behaviour of the model: DVFS fits, energy, the fair-class rules.
 
 use warmcore_sim::engine::{Engine, Limits};
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use warmcore_sim::engine::{Engine, Limits, Outcome, TICK_NS};
 use warmcore_sim::nest::Nest;
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{run, Enq, Governor, Machine, Policy, RunConfig, Sim, Tid, Wake, WakeKind};
 use warmcore_trace::event::nest as nm;

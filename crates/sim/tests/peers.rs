@@ -5,12 +5,12 @@
 //! they need, shown by a variant of a peer's source that fails without it.
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::Workload;
 use warmcore_sim::scx::{build_variant, peers, ScxPolicy, Source};
 use warmcore_sim::workloads;
 use warmcore_sim::{Governor, Machine};
-use warmcore_trace::{ids, Event};
+use warmcore_trace::ids;
 
 mod common;
 use common::{of, simulate, Collect};

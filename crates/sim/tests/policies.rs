@@ -2,7 +2,7 @@
 //! The papers' simple placement policies (slocal, smove, haiku-*) on small
 //! constructed situations, and every policy on every workload.
 
-use warmcore_sim::policy::{make_policy, POLICIES};
+use warmcore_sim::{make_policy, POLICIES};
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{run, Governor, Machine, RunConfig};
 use warmcore_trace::{ids, Event};

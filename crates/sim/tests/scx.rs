@@ -4,7 +4,7 @@
 //! on machines the VM cannot model (per-core DVFS, 4 sockets, 160 CPUs).
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
-use warmcore_sim::policy::make_policy;
+use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::workloads;
 use warmcore_sim::run::{run, RunConfig};

@@ -349,7 +349,7 @@ impl Plan {
             warmcore_sim::load_workload(w, first).map(|_| ()).map_err(|e| e.to_string())
         })?;
         let policies = variants(&cx, "policies", "policy", &spec.policies, &|p| {
-            warmcore_sim::policy::make_policy(p, first).map(|_| ()).map_err(|e| e.to_string())
+            warmcore_sim::make_policy(p, first).map(|_| ()).map_err(|e| e.to_string())
         })?;
         let metrics = match &spec.metrics {
             None => DEFAULT_METRICS.iter().map(|s| s.to_string()).collect(),

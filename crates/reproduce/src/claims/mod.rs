@@ -90,8 +90,8 @@ impl Setup {
             nest_machines: vec![G6130, G5218, E7],
             two_socket: vec![G6130, G5218],
             configure: "configure".into(),
-            kbuild_seq: "kbuild:burst=0,files=0,seq_post=0".into(),
-            kbuild_pre: "kbuild:files=0,seq_post=0".into(),
+            kbuild_seq: KBUILD_SEQ.into(),
+            kbuild_pre: KBUILD_PRE.into(),
             perl: "perl-startup".into(),
             mkl: "mkl-dnn".into(),
             nas: "nas".into(),
@@ -186,13 +186,16 @@ pub fn short_machine(m: &str) -> &str {
     }
 }
 
+/// The kernel build's fork/wait chains alone (Setup::kbuild_seq).
+const KBUILD_SEQ: &str = "kbuild:burst=0,files=0,seq_post=0";
+/// The kernel build's phase before the long parallel one (Setup::kbuild_pre).
+const KBUILD_PRE: &str = "kbuild:files=0,seq_post=0";
+
 pub fn short_workload(w: &str) -> &str {
-    if w.starts_with("kbuild:burst=0,files=0") {
-        "kbuild seq."
-    } else if w.starts_with("kbuild:files=0") {
-        "kbuild pre."
-    } else {
-        w.split(':').next().unwrap_or(w)
+    match w {
+        KBUILD_SEQ => "kbuild seq.",
+        KBUILD_PRE => "kbuild pre.",
+        _ => w.split(':').next().unwrap_or(w),
     }
 }
 

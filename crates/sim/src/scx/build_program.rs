@@ -62,36 +62,10 @@ impl Toolchain {
     }
 }
 
-/// A program's source file as the compiler reads it: its text with every
-/// `#include "NAME"` of a file beside the including one replaced by that
-/// file (once), and the files read.
-pub fn expand(file: &Path) -> Result<(Vec<PathBuf>, String), String> {
-    fn go(file: &Path, files: &mut Vec<PathBuf>) -> Result<String, String> {
-        files.push(file.to_path_buf());
-        let text = fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
-        let dir = file.parent().unwrap_or(Path::new("."));
-        let mut out = String::with_capacity(text.len());
-        for line in text.split_inclusive('\n') {
-            let part = line
-                .trim_start()
-                .strip_prefix("#include")
-                .map(str::trim_start)
-                .and_then(|r| r.strip_prefix('"'))
-                .and_then(|r| r.split('"').next())
-                .map(|name| dir.join(name))
-                .filter(|p| p.is_file());
-            match part {
-                Some(p) if files.contains(&p) => {}
-                Some(p) => out.push_str(&go(&p, files)?),
-                None => out.push_str(line),
-            }
-        }
-        Ok(out)
-    }
-    let mut files = Vec::new();
-    let text = go(file, &mut files)?;
-    Ok((files, text))
-}
+// The one expander of `#include "NAME"`, shared with the kernel's build.
+#[path = "../../../sched/bpf_parts.rs"]
+mod bpf_parts;
+pub use bpf_parts::expand;
 
 /// Build `sources` (the program's translation units, the first holding its
 /// `SCX_OPS_DEFINE`) into `out/program.so`; the compiler's own messages on
