@@ -99,3 +99,32 @@ def test_runqueue_derived_for_small_traces_only(tmp_path, monkeypatch):
     model.start_runqueue(ready.set)
     assert ready.wait(60) and model.rq_ready
     np.testing.assert_array_equal(model.rq_at(np.array([0, 3_000_000, 5_000_000, 7_000_000])), want)
+
+
+def test_ctrl_c_stops_the_server_with_status_130(known_trace, needs_binary):
+    """Stopped by Ctrl-C, the server exits 130 as the other commands do
+    (docs/conventions.md, Exit statuses), not 0 as a run that ended by
+    itself."""
+    import signal
+    import subprocess
+    import time
+
+    from warmcore.browser import free_port
+
+    from conftest import BIN
+
+    port = free_port()
+    p = subprocess.Popen([str(BIN), "view", str(known_trace), "--port", str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        line = ""
+        while time.monotonic() < deadline and "http://127.0.0.1:" not in line and p.poll() is None:
+            line = p.stdout.readline()
+        assert "http://127.0.0.1:" in line, f"no URL printed: {line!r}"
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

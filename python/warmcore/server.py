@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import os
 import socket
+import signal
 import sys
 import threading
 import time
@@ -640,5 +641,7 @@ def serve(path: str, port: int, view: str = "freq") -> int:
     try:
         server.io_loop.start()
     except KeyboardInterrupt:
-        pass
+        # Ctrl-C is how a person stops it: 130, as every command says
+        # it was interrupted (docs/conventions.md, Exit statuses).
+        return 128 + signal.SIGINT
     return 0
