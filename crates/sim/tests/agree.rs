@@ -41,8 +41,8 @@ fn check_shares(p: &Placement, who: &str) {
 fn the_chain_forks_a_hundred_links_and_wakes_each_parent_once_under_every_scheduler() {
     for policy in POLICIES {
         let p = placed("workloads/agree/chain.toml", policy);
-        // Ten rounds of ten forks, and the first task's own start.
-        assert_eq!(p.forks, 101, "{policy}: {p:?}");
+        // Ten rounds of ten forks.
+        assert_eq!(p.forks, 100, "{policy}: {p:?}");
         // Each parent is woken once, by its child's exit.
         assert_eq!(p.wakeups, 100, "{policy}: {p:?}");
         // Every waker is a task of the workload, named in the event.
@@ -55,8 +55,8 @@ fn the_chain_forks_a_hundred_links_and_wakes_each_parent_once_under_every_schedu
 fn the_pipe_pair_wakes_an_end_at_every_round_trip_under_every_scheduler() {
     for policy in POLICIES {
         let p = placed("workloads/agree/pipe.toml", policy);
-        // The parent's start and its one child.
-        assert_eq!(p.forks, 2, "{policy}: {p:?}");
+        // The parent's one child.
+        assert_eq!(p.forks, 1, "{policy}: {p:?}");
         // 2000 round trips: the parent sleeps in each until the answer
         // comes; the parent's wait for its child's exit adds at most one.
         assert!((2000..=4001).contains(&p.wakeups), "{policy}: {p:?}");

@@ -22,8 +22,9 @@
 //!   the target. A sched_ext scheduler may choose one CPU in `select_cpu`
 //!   and dispatch the task to another; the fair class may pull it before it
 //!   runs.
-//! * A **fork** is a WAKEUP_NEW; **on the parent's CPU**: its target is the
-//!   CPU it was recorded on (the kernel wakes a new task from its parent).
+//! * A **fork** is a WAKEUP_NEW that names a parent; **on the parent's
+//!   CPU**: its target is the CPU it was recorded on (the kernel wakes a new
+//!   task from its parent).
 //! * **Migrations per wake-up**: MIGRATE events over wake-ups. A wake-up on
 //!   another CPU than the previous one moves the task (one MIGRATE); so do
 //!   load balancing and a dispatch from another CPU's queue. A fork moves
@@ -69,7 +70,7 @@ pub struct Placement {
     /// Share of the wake-ups whose task first ran on the target, of those
     /// whose task ran before the trace ended.
     pub ran_on_target: Option<f64>,
-    /// Forks (WAKEUP_NEW).
+    /// Forks (WAKEUP_NEW naming a parent).
     pub forks: u64,
     /// Share of the forks placed on the parent's CPU.
     pub forks_on_parent: Option<f64>,
@@ -177,8 +178,11 @@ impl Placements {
                 }
             } else if id == self.ids.wakeup_new {
                 self.ours.insert(pid);
-                self.forks += 1;
-                self.forks_on_parent += (a as usize == c) as u64;
+                // A task with no parent (the simulator's first tasks) was not forked.
+                if b != 0 {
+                    self.forks += 1;
+                    self.forks_on_parent += (a as usize == c) as u64;
+                }
             } else if id == self.ids.switch {
                 self.switch(c, pid, a, t);
             } else if id == self.ids.migrate {

@@ -107,13 +107,15 @@ fn a_queued_wake_up_is_away_from_the_waker_and_a_runnable_task_s_places_nothing(
         // A task of another program, never named, runs on CPU 2.
         switch(2, 90, 0, 99, RUNNABLE),
         switch(2, 95, 99, 0, BLOCKED),
+        // A task with no parent is no fork.
+        e(2, 96, 8, ids::WAKEUP_NEW, 2, 0),
     ];
     let (_, p) = run(3, &evs);
     assert_eq!((p.wakeups, p.no_waker), (2, 1));
     assert_eq!(p.on_waker, Some(0.5));
     // 5 last ran on CPU 0 and was placed on 1; 6 last ran on 0, placed on 1.
     assert_eq!(p.on_prev, Some(0.0));
-    assert_eq!(p.forks_on_parent, Some(1.0));
+    assert_eq!((p.forks, p.forks_on_parent), (1, Some(1.0)));
     assert_eq!((p.migrations, p.migrations_per_wakeup), (0, Some(0.0)));
     // 99 was never named by a wake-up, fork, exec or exit: CPU 2 ran none
     // of the trace's tasks.
