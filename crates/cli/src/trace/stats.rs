@@ -19,11 +19,20 @@ pub fn run(t: &Trace, json: bool, placement: bool) -> Result<()> {
     };
     if json {
         // An incomplete trace was named on stderr when it was opened.
-        let mut v = serde_json::to_value(&s)?;
-        if let (Some(p), Some(o)) = (&p, v.as_object_mut()) {
-            o.insert("placement".into(), serde_json::to_value(p)?);
-        }
-        emit(&(serde_json::to_string_pretty(&v)? + "\n"))
+        let text = match &p {
+            None => serde_json::to_string_pretty(&s)?,
+            Some(p) => {
+                // The statistics' keys, then `placement` (a Value would sort the keys).
+                #[derive(serde::Serialize)]
+                struct WithPlacement<'a> {
+                    #[serde(flatten)]
+                    stats: &'a Stats,
+                    placement: &'a Placement,
+                }
+                serde_json::to_string_pretty(&WithPlacement { stats: &s, placement: p })?
+            }
+        };
+        emit(&(text + "\n"))
     } else {
         let mut text = report(t, &s);
         if let Some(p) = &p {
