@@ -70,6 +70,9 @@ mkdir -p "$field_out"
 "$BIN" field --out "$field_out"
 sed -n '/^## Who wins where/,$p' "$field_out/field.md"
 
+echo "== the cross-host agreement check: two small workloads under the same schedulers in the VM and in the simulator, their placement decisions side by side (docs/agreement.md)"
+scripts/bench-agree.sh
+
 if [ "$(id -u)" = 0 ] && command -v perf >/dev/null; then
     echo "== tracer overhead: untraced vs warmcore record vs perf sched record"
     scripts/bench-record.sh

@@ -184,3 +184,22 @@ fn an_incomplete_trace_is_analysed_up_to_its_last_chunk_with_a_warning() {
     let n = v["events"].as_u64().unwrap();
     assert!(n > 0 && n < 5_000, "{n} events");
 }
+
+#[test]
+fn placement_adds_one_key_the_library_computes_and_leaves_the_others_alone() {
+    let p = tmp("placement.wct");
+    generate(&p, 4, 7, 5_000, false);
+    let path = p.to_str().unwrap();
+    let with = warmcore(&["trace", "stats", path, "--json", "--placement"]);
+    assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
+    let plain = warmcore(&["trace", "stats", path, "--json"]);
+    let mut got: serde_json::Value = serde_json::from_slice(&with.stdout).unwrap();
+    let (_, want) = warmcore_trace::placement::analyze(&Trace::open(&p).unwrap()).unwrap();
+    assert_eq!(got["placement"], serde_json::to_value(&want).unwrap());
+    assert!(want.wakeups > 0, "the generated schedule wakes tasks: {want:?}");
+    got.as_object_mut().unwrap().remove("placement");
+    assert_eq!(got, serde_json::from_slice::<serde_json::Value>(&plain.stdout).unwrap());
+    // The readable report says it too.
+    let text = warmcore(&["trace", "stats", path, "--placement"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(&format!("placement:      {} wake-ups", want.wakeups)));
+}

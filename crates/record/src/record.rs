@@ -555,6 +555,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let p = &mut open.progs;
     p.wc_switch.set_autoload(wants(ids::CTX_SWITCH) || wants(ids::BLOCK) || wants(ids::BLOCK_IO));
     p.wc_wakeup.set_autoload(wants(ids::WAKEUP));
+    p.wc_waking.set_autoload(wants(ids::WAKEUP));
     p.wc_wakeup_new.set_autoload(wants(ids::WAKEUP_NEW));
     p.wc_migrate.set_autoload(wants(ids::MIGRATE));
     p.wc_fork.set_autoload(wants(ids::FORK) || opts.pid.is_some());

@@ -392,7 +392,7 @@ fn pid_filter_keeps_the_process_and_its_children() {
     let dir = tempfile::tempdir().unwrap();
     let pp = dir.path().join("pp");
     let mut load = std::process::Command::new("/bin/sh")
-        .args(["-c", &format!("exec {TESTLOAD} pingpong 400000 > {}", pp.display())])
+        .args(["-c", &format!("exec {TESTLOAD} pingpong 40000000 > {}", pp.display())])
         .spawn()
         .unwrap();
     let ping = load.id();
@@ -445,9 +445,10 @@ fn cgroup_filter_keeps_the_cgroup_and_its_descendants_only() {
     }
     let dir = tempfile::tempdir().unwrap();
     let pp = dir.path().join("pp");
-    // The shell joins the nested cgroup before it becomes the workload.
+    // The shell joins the nested cgroup before it becomes the workload, long
+    // enough to outlast both cgroups' windows (it is killed at the end).
     let mut load = std::process::Command::new("/bin/sh")
-        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 400000 > {}", sub.display(), pp.display())])
+        .args(["-c", &format!("echo $$ > {}/cgroup.procs && exec {TESTLOAD} pingpong 40000000 > {}", sub.display(), pp.display())])
         .spawn()
         .unwrap();
     while !std::fs::read_to_string(&pp).is_ok_and(|s| s.contains("pong")) {

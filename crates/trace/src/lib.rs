@@ -11,6 +11,7 @@ pub mod import;
 pub mod lod;
 pub mod meta;
 pub mod output;
+pub mod placement;
 pub mod reader;
 pub mod synth;
 pub mod stats;

@@ -16,6 +16,8 @@ mod import_perf;
 mod import_schedlog;
 #[path = "import_trace_cmd.rs"]
 mod import_trace_cmd;
+#[path = "placement.rs"]
+mod placement;
 #[path = "roundtrip.rs"]
 mod roundtrip;
 #[path = "stats_random.rs"]

@@ -66,6 +66,11 @@ pub enum TraceCmd {
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
+        /// Also where wake-ups and forks placed tasks (the previous CPU, the
+        /// waker's, migrations per wake-up, each CPU's share of the run time;
+        /// the JSON key `placement`). Its memory grows with the trace's pids.
+        #[arg(long)]
+        placement: bool,
     },
     /// Wake-up chains: who woke or forked each task, on which CPU and at which
     /// frequency, where the task then ran, and how long it ran below its
@@ -138,7 +143,7 @@ pub fn run(cmd: TraceCmd) -> Result<()> {
             say(&output, format!("wrote {n} events on {cpus} CPUs to {}", output.display()));
             Ok(())
         }
-        TraceCmd::Stats { file, json } => stats::run(&open(&file)?, json),
+        TraceCmd::Stats { file, json, placement } => stats::run(&open(&file)?, json, placement),
         TraceCmd::Chains { file, pid, json } => chains::run(&open(&file)?, pid, json),
         TraceCmd::Lod { file, force } => lod::run(&open(&file)?, force),
         TraceCmd::Import { from, input, output, zstd } => import::run(from, &input, &output, zstd),

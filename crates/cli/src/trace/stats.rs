@@ -1,21 +1,68 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `warmcore trace stats FILE [--json]`: the figures of warmcore_trace::stats,
-//! as one JSON object or as a readable report.
+//! `warmcore trace stats FILE [--json] [--placement]`: the figures of
+//! warmcore_trace::stats (and warmcore_trace::placement), as one JSON object
+//! or as a readable report.
 
 use anyhow::Result;
+use warmcore_trace::placement::Placement;
 use warmcore_trace::stats::{analyze, Stats};
 use warmcore_trace::Trace;
 
 use crate::time::show_ns;
 
-pub fn run(t: &Trace, json: bool) -> Result<()> {
-    let s = analyze(t)?;
+pub fn run(t: &Trace, json: bool, placement: bool) -> Result<()> {
+    let (s, p) = if placement {
+        let (s, p) = warmcore_trace::placement::analyze(t)?;
+        (s, Some(p))
+    } else {
+        (analyze(t)?, None)
+    };
     if json {
         // An incomplete trace was named on stderr when it was opened.
-        emit(&(serde_json::to_string_pretty(&s)? + "\n"))
+        let text = match &p {
+            None => serde_json::to_string_pretty(&s)?,
+            Some(p) => {
+                // The statistics' keys, then `placement` (a Value would sort the keys).
+                #[derive(serde::Serialize)]
+                struct WithPlacement<'a> {
+                    #[serde(flatten)]
+                    stats: &'a Stats,
+                    placement: &'a Placement,
+                }
+                serde_json::to_string_pretty(&WithPlacement { stats: &s, placement: p })?
+            }
+        };
+        emit(&(text + "\n"))
     } else {
-        emit(&report(t, &s))
+        let mut text = report(t, &s);
+        if let Some(p) = &p {
+            text += &placement_report(p);
+        }
+        emit(&text)
     }
+}
+
+/// The readable lines of `--placement`.
+fn placement_report(p: &Placement) -> String {
+    let share = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+    let cpus: Vec<String> = p.run_share.iter().enumerate().map(|(c, s)| format!("cpu{c} {:.1}%", 100.0 * s)).collect();
+    format!(
+        "placement:      {} wake-ups: {} on the previous CPU, {} on the waker's ({} name no waker), {} ran first on their target\n\
+         \x20               {} forks: {} on the parent's CPU; {} migrations, {} per wake-up\n\
+         \x20               run time of the trace's tasks: {}; {} CPUs touched, {} with at least 5%\n",
+        p.wakeups,
+        share(p.on_prev),
+        share(p.on_waker),
+        p.no_waker,
+        share(p.ran_on_target),
+        p.forks,
+        share(p.forks_on_parent),
+        p.migrations,
+        p.migrations_per_wakeup.map_or("-".to_string(), |v| format!("{v:.2}")),
+        cpus.join(", "),
+        p.cpus_touched,
+        p.cpus_used
+    )
 }
 
 /// Write to stdout; a closed stdout (`| head`, a pager quit) is no error.

@@ -234,20 +234,42 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
+/* The CPU each task's latest wake-up started on (sched_waking), plus one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, u32);
+} waking_cpu SEC(".maps");
+
+/* sched_waking runs on the waker's CPU, in the waker, before the placement. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(wc_waking, struct task_struct *p)
+{
+	if (!task_ok(p))
+		return 0;
+	u32 *c = bpf_task_storage_get(&waking_cpu, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c)
+		*c = bpf_get_smp_processor_id() + 1;
+	return 0;
+}
+
 /*
  * WAKEUP: b is the waker, the task running here. When the wake-up was queued
- * to the target CPU (p->sched_remote_wakeup), this runs there, in an
- * interrupt, and the waker is unknown: b = 0.
+ * to the target CPU (ttwu_queue_wakelist), this runs there, in an interrupt
+ * or the idle loop, and the waker is unknown: b = 0. Queued is told by the
+ * CPU the wake-up started on (sched_waking). p->sched_remote_wakeup does not
+ * tell it: the kernel sets it only when it queues a wake-up, and leaves it
+ * set for the wake-ups that follow.
  */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(wc_wakeup, struct task_struct *p)
 {
 	if (!task_ok(p))
 		return 0;
-	struct task_struct *woken = p;	/* the bitfield macro has a local p */
+	u32 *c = bpf_task_storage_get(&waking_cpu, p, 0, 0);
 	u32 waker = 0;
-	if (!bpf_core_field_exists(woken->sched_remote_wakeup) ||
-	    !BPF_CORE_READ_BITFIELD(woken, sched_remote_wakeup))
+	if (!c || *c == bpf_get_smp_processor_id() + 1)
 		waker = (u32)bpf_get_current_pid_tgid();
 	emit1(p->pid, WC_WAKEUP, pack(p->thread_info.cpu, waker));
 	return 0;
