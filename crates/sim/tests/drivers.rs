@@ -123,7 +123,7 @@ fn each_step_toward_power_slows_the_ramp_up_and_speeds_the_fall() {
 }
 
 #[test]
-fn a_lower_epp_finishes_a_fork_chain_sooner_and_spends_more() {
+fn a_lower_epp_finishes_a_fork_chain_sooner() {
     let go = |g: &str| run(&RunConfig::new("xeon-gold-5218-2s", "configure:checks=30", "cfs", g, 1)).unwrap();
     let (perf, power) = (go("powersave:epp=performance"), go("powersave:epp=power"));
     assert!(perf.makespan_ns < power.makespan_ns, "{} vs {}", perf.makespan_ns, power.makespan_ns);
