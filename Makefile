@@ -56,10 +56,10 @@ fuzz-short: setup
 
 demo: build
 	@mkdir -p $(DEMO_OUT)
-	@echo "== The simulator: the Linux fair class and the papers' policies on a small machine, a configure-like fork/wait chain"
-	$(BIN) compare --machine default --workload configure --policies cfs,slocal,smove,nest --governor powersave --runs 3
-	@echo "== The sched_ext scheduler of warmcore sched, run by the simulator (scx:NAME), beside the papers' models"
-	$(BIN) compare --machine default --workload configure --policies cfs,nest,scx:default,scx:nest --governor powersave --runs 3
+	@echo "== The simulator: the Linux fair class of 5.9 (cfs, the papers' baseline) and of today (eevdf), and the papers' policies on a small machine, a configure-like fork/wait chain"
+	$(BIN) compare --machine default --workload configure --policies cfs,eevdf,slocal,smove,nest --governor powersave --runs 3
+	@echo "== The sched_ext scheduler of warmcore sched, run by the simulator (scx:NAME), beside the papers' models and the fair class of today"
+	$(BIN) compare --machine default --workload configure --policies cfs,eevdf,nest,scx:default,scx:nest --governor powersave --runs 3
 	$(BIN) sim --machine default --workload configure --policy cfs --governor powersave --trace $(DEMO_OUT)/sim-configure.wct
 	$(BIN) trace stats $(DEMO_OUT)/sim-configure.wct
 	@echo "== The field table: every scheduler warmcore hosts on five workloads, one seed, one machine, ranked (field.md, field.png)"

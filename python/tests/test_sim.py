@@ -82,3 +82,15 @@ def test_sim_runs_the_sched_ext_program_in_threads():
     assert not results["scx:nest:warm=threads"]["ejected"]
     with pytest.raises(warmcore.SimError, match="scx:nest has no parameter 'spin'"):
         warmcore.sim("configure", policy="scx:nest:spin=off")
+
+
+def test_sim_takes_the_drivers_epp_with_the_governor():
+    # The machine's driver's energy-performance preference rides on the
+    # governor, as in the CLI (docs/model.md, Frequency drivers of today).
+    w = "configure:checks=20"
+    fast = warmcore.sim(w, machine="xeon-gold-5218-2s", governor="powersave:epp=performance")
+    slow = warmcore.sim(w, machine="xeon-gold-5218-2s", governor="powersave:epp=power")
+    assert (fast["governor"], slow["governor"]) == ("powersave:epp=0", "powersave:epp=255")
+    assert fast["makespan_ns"] < slow["makespan_ns"]
+    with pytest.raises(warmcore.SimError, match="acpi-cpufreq"):
+        warmcore.sim(w, machine="ryzen5-3400g", governor="powersave:epp=power")

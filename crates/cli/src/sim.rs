@@ -45,7 +45,11 @@ pub struct SimArgs {
     #[arg(long, default_value = "cfs")]
     pub policy: String,
     /// Frequency governor: powersave (hardware-controlled), schedutil,
-    /// performance.
+    /// performance; with the machine's driver's energy-performance
+    /// preference as a parameter where it has one
+    /// (powersave:epp=balance_power; performance, balance_performance,
+    /// balance_power, power, default or 0-255; docs/model.md, Frequency
+    /// drivers of today).
     #[arg(long, default_value = "powersave")]
     pub governor: String,
     /// Seed of the run's random generator: same inputs and seed, same result.
@@ -80,7 +84,9 @@ pub struct CompareArgs {
     /// improvements are relative to the first.
     #[arg(long, default_value = "cfs")]
     pub policies: String,
-    /// Frequency governor: powersave, schedutil, performance.
+    /// Frequency governor: powersave, schedutil, performance, with an EPP
+    /// where the machine's driver has one (powersave:epp=power; see
+    /// `warmcore sim --help`).
     #[arg(long, default_value = "powersave")]
     pub governor: String,
     /// Runs per policy, with seeds 1..=N.

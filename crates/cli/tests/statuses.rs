@@ -47,6 +47,10 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["reproduce", "--out", "notes.txt", "--only", "1"], USAGE, "choose a writable --out"),
         (&["vm", "--kernel", "missing-vmlinuz", "--", "true"], USAGE, "--kernel missing-vmlinuz: no such file"),
         (&["field", "--out", "f", "--set", "machines=nosuch"], USAGE, "nosuch"),
+        // An EPP the machine's driver lacks, or one the kernel refuses.
+        (&["sim", "--workload", "hackbench", "--machine", "ryzen5-3400g", "--governor", "powersave:epp=power"], USAGE, "acpi-cpufreq"),
+        (&["compare", "--workload", "hackbench", "--machine", "xeon-8592p-2s", "--governor", "performance:epp=power", "--runs", "1"], USAGE, "refuses"),
+        (&["field", "--out", "f", "--set", "governors=schedutil:epp=power", "--set", "machines=epyc-9654-2s"], USAGE, "passive"),
         // An input file that cannot be read, or is not what it should be.
         (&["trace", "info", "missing.wct"], USAGE, "No such file"),
         (&["trace", "stats", "notes.txt"], USAGE, "not a warmcore trace"),

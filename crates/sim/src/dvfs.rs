@@ -23,8 +23,14 @@
 //!   modelled.
 //!
 //! SMT siblings share their core's frequency: state is per core.
+//!
+//! A run's governor may carry the energy-performance preference of the
+//! machine's driver (`powersave:epp=balance_power`, `Frequency`): it scales
+//! the hardware's time constants above (`apply_epp`; docs/model.md,
+//! Frequency drivers of today).
 
-use crate::machine::Machine;
+use crate::machine::{Driver, Machine};
+use crate::SimError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Governor {
@@ -58,6 +64,114 @@ impl Governor {
             _ => m.min_khz(),
         }
     }
+}
+
+/// energy_performance_preference's names (sysfs), in the kernel's order.
+pub const EPP_PRESETS: &[&str] = &["performance", "balance_performance", "balance_power", "power"];
+
+/// The value of each of `EPP_PRESETS` under the machine's driver, or None
+/// if it has no EPP: intel_pstate's `epp_values` (`HWP_EPP_*`, with
+/// balance_performance per model from `intel_epp_default`), amd-pstate's
+/// `AMD_CPPC_EPP_*`.
+pub fn epp_presets(m: &Machine) -> Option<[u8; 4]> {
+    let d = &m.spec.dvfs;
+    match d.driver? {
+        _ if d.epp.is_none() => None,
+        Driver::IntelPstate => Some([0x00, d.epp_balance_performance.unwrap_or(0x80), 0xC0, 0xFF]),
+        Driver::AmdPstate => Some([0x00, 0x80, 0xBF, 0xFF]),
+        Driver::AcpiCpufreq => None,
+    }
+}
+
+/// EPP steps per doubling of the hardware's time to speed up
+/// (ASSUMPTION, range 32 to 128: docs/model.md, Frequency drivers of today).
+pub const EPP_STEPS_PER_DOUBLING: f64 = 64.0;
+
+/// A run's frequency setting: `GOVERNOR[:epp=PRESET]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frequency {
+    pub governor: Governor,
+    /// The EPP the run asked for; None: the machine's own.
+    pub epp: Option<u8>,
+}
+
+impl Frequency {
+    /// Parse a governor with its parameters for machine `m`: what the
+    /// kernel would refuse is refused, in one line.
+    pub fn parse(spec: &str, m: &Machine) -> Result<Frequency, SimError> {
+        let (name, params) = crate::parse_spec(spec);
+        let governor = Governor::parse(name)?;
+        let bad = |msg: String| Err(SimError::Input(format!("governor '{spec}': {msg}")));
+        let mut epp = None;
+        for (k, v) in &params {
+            if k != "epp" || epp.is_some() {
+                return bad("the one parameter a governor takes is epp (powersave:epp=balance_power)".into());
+            }
+            epp = Some(v.as_str());
+        }
+        let Some(v) = epp else { return Ok(Frequency { governor, epp: None }) };
+        let driver = m.spec.dvfs.driver.map_or("no driver", |d| d.name());
+        let Some(presets) = epp_presets(m) else {
+            return bad(format!(
+                "machine {} ({driver}{}) has no energy-performance preference; epp needs intel_pstate with HWP or amd-pstate",
+                m.spec.name,
+                if m.spec.dvfs.hwp { "" } else { ", no HWP" }
+            ));
+        };
+        let value = if v == "default" {
+            m.spec.dvfs.epp.unwrap_or_default()
+        } else if let Some(i) = EPP_PRESETS.iter().position(|p| *p == v) {
+            presets[i]
+        } else {
+            match v.parse::<u8>() {
+                Ok(n) => n,
+                Err(_) => return bad(format!("epp is one of {}, default or a number from 0 to 255, not '{v}'", EPP_PRESETS.join(", "))),
+            }
+        };
+        match governor {
+            // intel_pstate_set_energy_pref_index, amd_pstate_set_energy_pref_index.
+            Governor::Performance if value != 0 => {
+                return bad("under performance the kernel writes EPP 0 and refuses another (-EBUSY)".into())
+            }
+            // amd-pstate's passive and guided modes have no EPP attribute.
+            Governor::Schedutil if m.spec.dvfs.driver == Some(Driver::AmdPstate) => {
+                return bad("amd-pstate runs schedutil in passive or guided mode, which has no energy_performance_preference".into())
+            }
+            _ => {}
+        }
+        Ok(Frequency { governor, epp: Some(value) })
+    }
+
+    /// `GOVERNOR` or `GOVERNOR:epp=N`, the EPP as a number.
+    pub fn name(&self) -> String {
+        match self.epp {
+            None => self.governor.name().into(),
+            Some(e) => format!("{}:epp={e}", self.governor.name()),
+        }
+    }
+
+    /// The machine under this setting: its hardware under the EPP asked
+    /// for. Not under performance, which the model keeps as the papers'
+    /// (docs/model.md, Frequency drivers of today).
+    pub fn apply(&self, m: &mut Machine) {
+        if let (Some(e), false) = (self.epp, self.governor == Governor::Performance) {
+            apply_epp(m, e);
+        }
+    }
+}
+
+/// The hardware under EPP `epp` instead of the machine file's: its time
+/// to speed up doubles every `EPP_STEPS_PER_DOUBLING` steps toward power,
+/// and its time to slow down halves (ASSUMPTION: docs/model.md, Frequency
+/// drivers of today). The file's own EPP leaves the machine as it is.
+pub fn apply_epp(m: &mut Machine, epp: u8) {
+    let Some(own) = m.spec.dvfs.epp else { return };
+    if epp == own {
+        return;
+    }
+    let s = ((epp as f64 - own as f64) / EPP_STEPS_PER_DOUBLING).exp2();
+    m.spec.dvfs.hw_tau_up_ms *= s;
+    m.spec.dvfs.hw_tau_down_ms /= s;
 }
 
 /// One physical core's frequency and energy state.

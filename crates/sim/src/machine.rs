@@ -44,6 +44,45 @@ pub struct DvfsSpec {
     /// P-states).
     #[serde(default)]
     pub hwp: bool,
+    /// The kernel's cpufreq driver (docs/model.md, Frequency drivers of
+    /// today); None: the file names none, and no EPP can be asked for.
+    #[serde(default)]
+    pub driver: Option<Driver>,
+    /// The energy-performance preference the kernel leaves at boot, 0 to
+    /// 255: the ramp above is the hardware's under it. Required with a
+    /// driver that has one.
+    #[serde(default)]
+    pub epp: Option<u8>,
+    /// intel_pstate's balance_performance on this model when it is not
+    /// 128 (`intel_epp_default`).
+    #[serde(default)]
+    pub epp_balance_performance: Option<u8>,
+}
+
+/// A cpufreq driver, by the name the kernel gives its module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Driver {
+    /// Active mode under powersave and performance, passive (intel_cpufreq)
+    /// under schedutil; an EPP with HWP.
+    #[serde(rename = "intel_pstate")]
+    IntelPstate,
+    /// Active mode (amd-pstate-epp, with an EPP) under powersave and
+    /// performance, passive under schedutil.
+    #[serde(rename = "amd-pstate")]
+    AmdPstate,
+    /// ACPI P-states: no EPP.
+    #[serde(rename = "acpi-cpufreq")]
+    AcpiCpufreq,
+}
+
+impl Driver {
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::IntelPstate => "intel_pstate",
+            Driver::AmdPstate => "amd-pstate",
+            Driver::AcpiCpufreq => "acpi-cpufreq",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -274,6 +313,25 @@ impl Machine {
         }
         if !(d.smt_share > 0.0 && d.smt_share <= 1.0) {
             return bad("dvfs.smt_share", "must be in (0, 1]");
+        }
+        // The EPP lives in HWP's or CPPC's request register: only those
+        // drivers, on hardware that chooses its own frequency, have one.
+        let has_epp = matches!(d.driver, Some(Driver::IntelPstate | Driver::AmdPstate)) && d.hwp;
+        if d.driver == Some(Driver::AmdPstate) && !d.hwp {
+            return bad("dvfs.driver", "amd-pstate needs hwp = true (CPPC: the hardware chooses above the request)");
+        }
+        if d.epp.is_some() != has_epp {
+            return bad(
+                "dvfs.epp",
+                if has_epp {
+                    "is required with this driver: the EPP the kernel leaves at boot, under which the ramp holds"
+                } else {
+                    "needs driver = \"intel_pstate\" or \"amd-pstate\" with hwp = true"
+                },
+            );
+        }
+        if d.epp_balance_performance.is_some() && !(has_epp && d.driver == Some(Driver::IntelPstate)) {
+            return bad("dvfs.epp_balance_performance", "needs driver = \"intel_pstate\" with hwp = true");
         }
         if s.idle.is_empty() {
             return bad("idle", "must list at least one idle state");

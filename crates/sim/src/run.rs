@@ -11,7 +11,8 @@ use warmcore_trace::stats::{Analyzer, Stats};
 use warmcore_trace::{CpuEvent, Event, EventTable, Header, Provenance, Writer, WriterOptions};
 
 use crate::engine::{Engine, Limits, Sink};
-use crate::{parse_spec, Governor, Machine, SimError};
+use crate::dvfs::Frequency;
+use crate::{parse_spec, Machine, SimError};
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -179,8 +180,10 @@ pub fn load_workload(spec: &str, machine: &Machine) -> Result<crate::program::Wo
 /// Resolve names, run, and report.
 pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
     let t0 = Instant::now();
-    let machine = Machine::load(&cfg.machine)?;
-    let governor = Governor::parse(&cfg.governor)?;
+    let mut machine = Machine::load(&cfg.machine)?;
+    let freq = Frequency::parse(&cfg.governor, &machine)?;
+    freq.apply(&mut machine);
+    let governor = freq.governor;
     let policy = crate::policies::make_policy(&cfg.policy, &machine)?;
     let workload = load_workload(&cfg.workload, &machine)?;
     let metric_spec = workload.metric.clone();
@@ -193,7 +196,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
                 "machine": machine.spec.name,
                 "workload": cfg.workload,
                 "policy": cfg.policy,
-                "governor": governor.name(),
+                "governor": freq.name(),
             }),
             seed: cfg.seed,
         },
@@ -265,7 +268,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         machine: mname,
         workload: cfg.workload.clone(),
         policy: cfg.policy.clone(),
-        governor: governor.name().into(),
+        governor: freq.name(),
         seed: cfg.seed,
         makespan_ns: out.makespan_ns,
         energy_j: out.energy_j,

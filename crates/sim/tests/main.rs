@@ -13,6 +13,8 @@ mod background;
 mod barrier;
 #[path = "cfs_balance.rs"]
 mod cfs_balance;
+#[path = "drivers.rs"]
+mod drivers;
 #[path = "eevdf.rs"]
 mod eevdf;
 #[path = "haiku_old.rs"]

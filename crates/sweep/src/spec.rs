@@ -23,7 +23,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 use toml::{Spanned, Value};
-use warmcore_sim::{Governor, Limits, Machine};
+use warmcore_sim::dvfs::Frequency;
+use warmcore_sim::{Limits, Machine};
 
 /// The report's fields a metric may start with (`warmcore sim --json`);
 /// tests check this list against a real report.
@@ -335,9 +336,13 @@ impl Plan {
             let loaded = Machine::load(&m).map_err(|e| format!("{at}: {e}"))?;
             machines.push((m, loaded));
         }
+        // A governor with an EPP (powersave:epp=power) must suit every
+        // machine's driver.
         let mut governors = Vec::new();
         for (g, at) in list("governors", &spec.governors, "powersave")? {
-            Governor::parse(&g).map_err(|e| format!("{at}: {e}"))?;
+            for (_, m) in &machines {
+                Frequency::parse(&g, m).map_err(|e| format!("{at}: {e}"))?;
+            }
             governors.push(g);
         }
         let mut seeds = Vec::new();

@@ -62,6 +62,21 @@ fn set_replaces_a_list_of_the_spec() {
     assert!(e.starts_with("--set machines: unknown machine 'nope'"), "{e}");
 }
 
+#[test]
+fn an_epp_is_a_value_of_the_governor_axis_and_must_suit_every_machine() {
+    let govs = "governors = [\"powersave\", \"powersave:epp=power\"]\nseeds =";
+    let two = SPEC.replacen("machines = \"default\"", "machines = \"xeon-gold-5218-2s\"", 1).replacen("seeds =", govs, 1);
+    let p = Plan::parse("spec.toml", &two, &[]).unwrap();
+    assert_eq!(p.runs.len(), 32);
+    let g: HashSet<&str> = p.runs.iter().map(|r| r.governor.as_str()).collect();
+    assert_eq!(g, HashSet::from(["powersave", "powersave:epp=power"]));
+    // The default machine's intel_pstate has no HWP, so no EPP.
+    let e = Plan::parse("spec.toml", &SPEC.replacen("seeds =", govs, 1), &[]).unwrap_err();
+    assert!(e.starts_with("spec.toml:3:") && e.contains("no HWP"), "{e}");
+    let e = Plan::parse("s", SPEC, &["governors=powersave:epp=power".into()]).unwrap_err();
+    assert!(e.starts_with("--set governors:") && e.contains("energy-performance"), "{e}");
+}
+
 /// The error for SPEC with `from` replaced by `to`.
 fn error(from: &str, to: &str) -> String {
     assert!(SPEC.contains(from), "{from}");
