@@ -76,6 +76,10 @@ pub trait Policy {
     fn exit_task(&mut self, _sim: &mut Sim, _t: Tid) {}
     /// The task's nice value changed (Step::Nice).
     fn set_nice(&mut self, _sim: &mut Sim, _t: Tid) {}
+    /// The task's allowed CPUs changed (Step::Affinity): a running task on a
+    /// CPU it may no longer use is moved by the engine; a queued one is the
+    /// policy's to move (kernel/sched/core.c, __set_cpus_allowed_ptr).
+    fn set_cpumask(&mut self, _sim: &mut Sim, _t: Tid) {}
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32;
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq);
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid>;
@@ -124,6 +128,9 @@ pub trait OnCfs {
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         self.cfs_mut().set_nice(sim, t)
     }
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        self.cfs_mut().set_cpumask(sim, t)
+    }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         self.cfs_mut().select_cpu(sim, t, prev_cpu, wake)
     }
@@ -168,6 +175,9 @@ impl<P: OnCfs> Policy for P {
     }
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         OnCfs::set_nice(self, sim, t)
+    }
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        OnCfs::set_cpumask(self, sim, t)
     }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         OnCfs::select_cpu(self, sim, t, prev_cpu, wake)
