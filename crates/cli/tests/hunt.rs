@@ -42,8 +42,8 @@ fn hunt_finds(d: &Path, policy: &str, out: &str, says: &str) -> std::path::PathB
 fn a_hunt_finds_the_planted_stall_and_its_reproducer_replays() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    // Tasks not allowed on CPU 0 are never run: they wait while CPUs idle.
-    let dir = hunt_finds(d, &broken(), "h", "starvation");
+    // Tasks not allowed on CPU 0 are never run: the watchdog ejects it.
+    let dir = hunt_finds(d, &broken(), "h", "runnable task stall");
     let repro = std::fs::read_to_string(dir.join("repro.toml")).unwrap();
     let tasks = repro.matches("[[task]]").count();
     assert!((1..=8).contains(&tasks), "{repro}");
@@ -53,7 +53,7 @@ fn a_hunt_finds_the_planted_stall_and_its_reproducer_replays() {
     let o = Command::new(env!("CARGO_BIN_EXE_warmcore")).current_dir(d).args(&args).output().unwrap();
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(!o.status.success(), "{args:?}: {all}");
-    assert!(all.contains("broken guarantee: starvation"), "{all}");
+    assert!(all.contains("runnable task stall"), "{all}");
     // The same hunt on one thread finds the same run and reproducer.
     let o = warmcore(d, &["hunt", "--policy", &broken(), "--machine", "default", "--runs", "30", "--seed", "3", "--jobs", "1", "--out", "h1"]);
     assert_eq!(o.status.code(), Some(1));

@@ -307,6 +307,10 @@ impl Engine {
                 break;
             }
         }
+        // A broken guarantee fails a run the kernel would not have ended.
+        if self.sim.abort.is_none() {
+            self.sim.abort = self.policy.broken();
+        }
         let ejected = self.sim.abort.is_some();
         if let Some(why) = self.sim.abort.take() {
             partial = Some(why);

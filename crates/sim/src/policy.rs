@@ -97,6 +97,11 @@ pub trait Policy {
     fn has_work(&self, sim: &Sim, cpu: u32) -> bool {
         sim.cpu(cpu).nr > 0
     }
+    /// A guarantee every scheduler must meet that the policy broke in the
+    /// run, if any (docs/hunt.md): the run fails with it at its end.
+    fn broken(&self) -> Option<String> {
+        None
+    }
     /// Counters of the policy's decisions, for the JSON output.
     fn stats(&self) -> serde_json::Value {
         serde_json::Value::Null

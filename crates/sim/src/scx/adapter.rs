@@ -16,6 +16,8 @@ pub struct ScxPolicy {
     /// A peer's counters (its recipe's `stats` globals); None for warmcore's
     /// program, whose counters are its `stats` map.
     peer_stats: Option<Vec<String>>,
+    /// The first guarantee the program broke (the starvation bound).
+    broken: Option<String>,
     /// The program holds a pointer to this table, and the table to `k`.
     _ops: Box<HostOps>,
     k: Box<Kernel>,
@@ -254,6 +256,7 @@ impl ScxPolicy {
         }
         Ok(ScxPolicy {
             name: label.clone(),
+            broken: None,
             plan,
             peer_stats,
             _ops: ops,
@@ -402,7 +405,11 @@ impl ScxPolicy {
                 task.pid,
                 (now - at) as f64 * 1e-9
             );
-            sim.abort(format!("{} at {} ns: {why}", self.name, now));
+            // Kept, and the run goes on: the kernel would not eject the
+            // scheduler for it, and its watchdog may still (Policy::broken).
+            if self.broken.is_none() {
+                self.broken = Some(format!("{} at {} ns: {why}", self.name, now));
+            }
         }
     }
 
@@ -510,9 +517,6 @@ impl ScxPolicy {
         for &(t, at) in &waiting {
             if sim.task(t).state == TState::Runnable {
                 self.check_starvation(sim, t, at);
-                if sim.abort.is_some() {
-                    return;
-                }
             }
         }
         let waiting = !waiting.is_empty();
@@ -779,6 +783,18 @@ impl Policy for ScxPolicy {
         let p = self.p(t);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
+        if flags == Enq::Exec {
+            if let Some(r) = (0..self.prev.len()).find(|&r| self.prev[r] == Some(t) && r != cpu as usize) {
+                // Moved off CPU r while it ran (affine_move_task's stopper):
+                // r balances again without it, its prev being the stopper,
+                // and the task is enqueued on its new CPU (move_queued_task:
+                // ops.enqueue, no ops.runnable).
+                self.balanced[r] = None;
+                self.prev[r] = None;
+                self.enqueue_op(sim, t, cpu, 0);
+                return;
+            }
+        }
         if matches!(flags, Enq::Preempted | Enq::Exec) {
             // put_prev_task_scx: the balance ran at stopping (ext.c: balance
             // before put_prev). No ops.runnable: the task stayed runnable.
@@ -935,17 +951,30 @@ impl Policy for ScxPolicy {
         self.call(sim, cpu, Context::Other, |f| unsafe { (f.timer_fire)(slot as u32) });
     }
 
+    fn broken(&self) -> Option<String> {
+        self.broken.clone()
+    }
+
     fn stats(&self) -> serde_json::Value {
-        if let Some(names) = &self.peer_stats {
-            let mut m = serde_json::Map::new();
-            for g in names {
-                if let Some(v) = self.prog.get(g, 0) {
-                    m.insert(g.clone(), v.into());
+        let mut m = match &self.peer_stats {
+            Some(names) => {
+                let mut m = serde_json::Map::new();
+                for g in names {
+                    if let Some(v) = self.prog.get(g, 0) {
+                        m.insert(g.clone(), v.into());
+                    }
                 }
+                m
             }
+            None => self.counters(),
+        };
+        // Also when the watchdog ejected the scheduler afterwards.
+        if let Some(b) = &self.broken {
+            m.insert("broken_guarantee".into(), b.clone().into());
+        }
+        if self.peer_stats.is_some() {
             return serde_json::Value::Object(m);
         }
-        let mut m = self.counters();
         if self.name == "scx:nest" {
             for g in ["nr_primary", "nr_reserve", "max_primary"] {
                 if let Some(v) = self.prog.global_u64(g) {
