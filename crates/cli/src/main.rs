@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod field;
+mod hunt;
 mod record;
 mod reproduce;
 mod sched;
@@ -43,6 +44,8 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Every scheduler warmcore hosts on the field's workloads and machines, ranked per workload.
     Field(field::FieldArgs),
+    /// Search a sched_ext scheduler for stalls and broken guarantees with generated workloads; shrink each failure to a reproducer.
+    Hunt(hunt::HuntArgs),
     /// Re-run the papers' experiments in the simulator: report, claims, figures.
     Reproduce(reproduce::ReproduceArgs),
     /// Open a trace in the interactive viewer (a local web page).
@@ -158,6 +161,7 @@ fn main() {
         Cmd::Compare(a) => sim::compare(a),
         Cmd::Sweep(a) => sweep::run(a),
         Cmd::Field(a) => field::run(a),
+        Cmd::Hunt(a) => hunt::run(a),
         Cmd::Reproduce(a) => reproduce::run(a),
         Cmd::View(a) => view::view(a),
         Cmd::Plot(a) => view::plot(a),

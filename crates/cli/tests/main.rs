@@ -9,6 +9,8 @@
 mod bad_input;
 #[path = "cli.rs"]
 mod cli;
+#[path = "hunt.rs"]
+mod hunt;
 #[path = "outputs.rs"]
 mod outputs;
 #[path = "sched.rs"]

@@ -51,6 +51,11 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["sim", "--workload", "hackbench", "--machine", "ryzen5-3400g", "--governor", "powersave:epp=power"], USAGE, "acpi-cpufreq"),
         (&["compare", "--workload", "hackbench", "--machine", "xeon-8592p-2s", "--governor", "performance:epp=power", "--runs", "1"], USAGE, "refuses"),
         (&["field", "--out", "f", "--set", "governors=schedutil:epp=power", "--set", "machines=epyc-9654-2s"], USAGE, "passive"),
+        (&["hunt", "--policy", "scx:nosuch", "--out", "h"], USAGE, "nosuch"),
+        (&["hunt", "--policy", "scx:default", "--machine", "default,nosuch", "--out", "h"], USAGE, "nosuch"),
+        (&["hunt", "--policy", "scx:default", "--runs", "0", "--out", "h"], USAGE, "--runs"),
+        (&["hunt", "--policy", "scx:default", "--runs", "1", "--sim-time", "1s", "--out", "h"], USAGE, "cannot be used with"),
+        (&["hunt", "--policy", "scx:default", "--out", "notes.txt"], USAGE, "not a directory"),
         // An input file that cannot be read, or is not what it should be.
         (&["trace", "info", "missing.wct"], USAGE, "No such file"),
         (&["trace", "stats", "notes.txt"], USAGE, "not a warmcore trace"),
@@ -86,7 +91,7 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
     // Nothing was written by a refused command.
-    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir", "f.png", "f"] {
+    for f in ["i.wct", "p.png", "p.txt", "s", "r", "no-dir", "f.png", "f", "h"] {
         assert!(!d.join(f).exists(), "{f} was written");
     }
 }

@@ -1518,6 +1518,20 @@ struct task_struct *wc_sim_task_new(u32 tid, s32 pid, s32 only_cpu)
 	return &t->p;
 }
 
+/* sched_setaffinity: the task's allowed CPUs (set_cpus_allowed_common in
+ * kernel/sched/core.c), @nwords words of CPU bits. */
+void wc_sim_task_set_cpus(struct task_struct *p, const u64 *words, u32 nwords)
+{
+	u32 i, n = 0;
+
+	__builtin_memset(&p->cpus_mask, 0, sizeof(p->cpus_mask));
+	for (i = 0; i < nwords && i < WC_MASK_BITS / 64; i++) {
+		p->cpus_mask.bits[i] = words[i];
+		n += __builtin_popcountll(words[i]);
+	}
+	p->nr_cpus_allowed = n;
+}
+
 void wc_sim_task_free(struct task_struct *p)
 {
 	struct wc_task *t = wc_task_of(p);
@@ -1609,7 +1623,8 @@ u32 wc_sim_ops_mask(void)
 	       (WC_OPS.exit ? WC_SIM_OP_EXIT : 0) |
 	       (WC_OPS.runnable ? WC_SIM_OP_RUNNABLE : 0) |
 	       (WC_OPS.quiescent ? WC_SIM_OP_QUIESCENT : 0) |
-	       (WC_OPS.cgroup_init ? WC_SIM_OP_CGROUP_INIT : 0);
+	       (WC_OPS.cgroup_init ? WC_SIM_OP_CGROUP_INIT : 0) |
+	       (WC_OPS.set_cpumask ? WC_SIM_OP_SET_CPUMASK : 0);
 }
 
 u32 wc_sim_timeout_ms(void)
@@ -1668,6 +1683,12 @@ void wc_sim_running(struct task_struct *p)
 void wc_sim_stopping(struct task_struct *p, u32 runnable)
 {
 	WC_CALL(stopping, (u64)p, (u64)!!runnable);
+}
+
+/* ext.c, set_cpus_allowed_scx: ops.set_cpumask after the mask changed. */
+void wc_sim_set_cpumask(struct task_struct *p)
+{
+	WC_CALL(set_cpumask, (u64)p, (u64)p->cpus_ptr);
 }
 
 void wc_sim_tick(struct task_struct *p)

@@ -73,6 +73,7 @@ enum wc_sim_op {
 	WC_SIM_OP_RUNNABLE = 1 << 12,
 	WC_SIM_OP_QUIESCENT = 1 << 13,
 	WC_SIM_OP_CGROUP_INIT = 1 << 14,
+	WC_SIM_OP_SET_CPUMASK = 1 << 15,
 };
 
 /*

@@ -707,8 +707,9 @@ impl Cfs {
     /// Move a waiting task from `from` to `to` (load balancing).
     fn pull(&mut self, sim: &mut Sim, from: u32, to: u32) -> Option<Tid> {
         // The kernel detaches from the tail of the task list, skipping
-        // cache-hot tasks; we take the last (largest vruntime) waiting task.
-        let &(_, t) = self.rq[from as usize].queue.last()?;
+        // cache-hot tasks; we take the last (largest vruntime) waiting task
+        // that may run on `to` (can_migrate_task).
+        let &(_, t) = self.rq[from as usize].queue.iter().rev().find(|&&(_, t)| sim.may_run(t, to))?;
         self.requeue(sim, t, from, to);
         Some(t)
     }
@@ -739,6 +740,9 @@ impl Cfs {
     /// timer fires). False if the task is not waiting in a queue.
     pub fn move_queued(&mut self, sim: &mut Sim, t: Tid, to: u32) -> bool {
         let Some(from) = self.td.get(t as usize).and_then(|d| d.queued_on) else { return false };
+        if !sim.may_run(t, to) {
+            return false;
+        }
         if from == to {
             return true;
         }
@@ -993,6 +997,16 @@ impl Policy for Cfs {
         d.recent_used_cpu = cpu;
         d.vr_cpu = cpu;
         d.vr = pvr.unwrap_or(0) + self.rq[cpu as usize].min_vr;
+    }
+
+    /// core.c, affine_move_task: a queued task whose CPU left its allowed
+    /// set moves to an allowed one (move_queued_task).
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        let cpu = sim.task(t).cpu;
+        if self.is_queued(t) && !sim.may_run(t, cpu) {
+            let to = sim.fallback_cpu(t, cpu);
+            self.move_queued(sim, t, to);
+        }
     }
 
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev: u32, w: Wake) -> u32 {

@@ -307,6 +307,10 @@ impl Engine {
                 break;
             }
         }
+        // A broken guarantee fails a run the kernel would not have ended.
+        if self.sim.abort.is_none() {
+            self.sim.abort = self.policy.broken();
+        }
         let ejected = self.sim.abort.is_some();
         if let Some(why) = self.sim.abort.take() {
             partial = Some(why);
@@ -609,6 +613,7 @@ impl Engine {
             util: 0.5,
             util_t: self.sim.now,
             pinned: None,
+            cpus: parent.and_then(|p| self.sim.tasks[p as usize].cpus.clone()),
             nice: parent.map_or(0, |p| self.sim.tasks[p as usize].nice),
             daemon: false,
             owed: 0.0,
@@ -631,10 +636,13 @@ impl Engine {
         if let Some(payer) = w.waker {
             self.sim.tasks[payer as usize].owed += kernel_time::placement_cycles(scanned);
         }
-        if c < self.sim.machine.nr_cpus {
+        let c = if c < self.sim.machine.nr_cpus { c } else { prev };
+        // core.c, select_task_rq: a CPU the task may not run on is replaced
+        // by select_fallback_rq's.
+        if self.sim.may_run(t, c) {
             c
         } else {
-            prev
+            self.sim.fallback_cpu(t, prev)
         }
     }
 
@@ -731,6 +739,14 @@ impl Engine {
                 let pid = self.sim.tasks[t as usize].pid;
                 self.sim.emit(c, ppid, ids::CTX_SWITCH, pid, pstate);
                 let was_idle = ppid == 0;
+                if !self.sim.tasks[t as usize].may_run(c) {
+                    // A guarantee the kernel keeps whatever the policy does
+                    // (is_cpu_allowed): a policy that breaks it ends the run.
+                    let task = &self.sim.tasks[t as usize];
+                    let why = format!("broken guarantee: affinity: {}[{}] ran on CPU {c}, outside its allowed CPUs", task.comm, task.pid);
+                    let name = self.policy.name();
+                    self.sim.abort(format!("{name} at {} ns: {why}", self.sim.now));
+                }
                 let old = self.sim.tasks[t as usize].cpu;
                 if old != c {
                     self.sim.migrate(t, old, c, c);

@@ -290,6 +290,21 @@ impl Engine {
                     self.sim.tasks[t as usize].nice = n;
                     self.policy.set_nice(&mut self.sim, t);
                 }
+                Step::Affinity(ref cpus, children) => {
+                    if children {
+                        let kids: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
+                            .filter(|&k| {
+                                let task = &self.sim.tasks[k as usize];
+                                task.parent == Some(t) && task.state != TState::Dead
+                            })
+                            .collect();
+                        for k in kids {
+                            self.set_affinity(k, cpus);
+                        }
+                    } else if self.set_affinity(t, cpus) {
+                        return Ok(());
+                    }
+                }
                 Step::Measure(i) => {
                     let d = now - self.sim.marks[i as usize].min(now);
                     self.sim.measures += 1;
@@ -300,6 +315,45 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// sched_setaffinity of `t` (kernel/sched/core.c,
+    /// __set_cpus_allowed_ptr_locked): the new mask is the CPUs asked for
+    /// that the machine has (none: EINVAL, nothing changes); the policy is
+    /// told (set_cpus_allowed, ops.set_cpumask); a task running on a CPU
+    /// it may no longer use is preempted and moved to an allowed CPU
+    /// (affine_move_task's stopper, as exec's migration), a queued one is
+    /// moved by the policy, a sleeping one is placed at its wake-up. True
+    /// if `t` was running and left its CPU.
+    fn set_affinity(&mut self, t: Tid, cpus: &[u32]) -> bool {
+        let n = self.sim.machine.nr_cpus;
+        let mut mask = vec![0u64; n.div_ceil(64) as usize];
+        let mut count = 0;
+        for &c in cpus.iter().filter(|&&c| c < n) {
+            if mask[c as usize / 64] >> (c % 64) & 1 == 0 {
+                mask[c as usize / 64] |= 1 << (c % 64);
+                count += 1;
+            }
+        }
+        if count == 0 {
+            return false;
+        }
+        self.sim.tasks[t as usize].cpus = (count < n).then(|| mask.into_boxed_slice());
+        self.policy.set_cpumask(&mut self.sim, t);
+        let r = self.sim.tasks[t as usize].cpu;
+        if self.sim.tasks[t as usize].state != TState::Running || self.sim.may_run(t, r) {
+            return false;
+        }
+        let dest = self.sim.fallback_cpu(t, r);
+        self.sim.sync_progress(r);
+        self.stop(r, t, prev_state::RUNNABLE);
+        self.sim.tasks[t as usize].state = TState::Runnable;
+        self.policy.stopping(&mut self.sim, t, r, true);
+        self.sim.migrate(t, r, dest, r);
+        self.policy.enqueue(&mut self.sim, t, dest, Enq::Exec);
+        self.sim.kick(dest);
+        self.sim.actions.push_back(Action::Schedule(r));
+        true
     }
 
     /// Spin: the task keeps running, with the spin's cycles as its work.

@@ -76,6 +76,10 @@ pub trait Policy {
     fn exit_task(&mut self, _sim: &mut Sim, _t: Tid) {}
     /// The task's nice value changed (Step::Nice).
     fn set_nice(&mut self, _sim: &mut Sim, _t: Tid) {}
+    /// The task's allowed CPUs changed (Step::Affinity): a running task on a
+    /// CPU it may no longer use is moved by the engine; a queued one is the
+    /// policy's to move (kernel/sched/core.c, __set_cpus_allowed_ptr).
+    fn set_cpumask(&mut self, _sim: &mut Sim, _t: Tid) {}
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32;
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq);
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid>;
@@ -92,6 +96,11 @@ pub trait Policy {
     /// by default, tasks assigned to it.
     fn has_work(&self, sim: &Sim, cpu: u32) -> bool {
         sim.cpu(cpu).nr > 0
+    }
+    /// A guarantee every scheduler must meet that the policy broke in the
+    /// run, if any (docs/hunt.md): the run fails with it at its end.
+    fn broken(&self) -> Option<String> {
+        None
     }
     /// Counters of the policy's decisions, for the JSON output.
     fn stats(&self) -> serde_json::Value {

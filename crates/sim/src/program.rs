@@ -106,6 +106,11 @@ pub enum Step {
     /// through the task's weight; the fair-class model and the papers'
     /// policies weigh every task alike.
     Nice(i8),
+    /// sched_setaffinity(2): allow these CPUs (those the machine lacks are
+    /// ignored; none left is EINVAL and changes nothing), for the task
+    /// itself, or (`true`) for each of its live children, running, queued
+    /// or sleeping. Children forked later inherit the task's own mask.
+    Affinity(Box<[u32]>, bool),
 }
 
 #[derive(Clone, Debug)]

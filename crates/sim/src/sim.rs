@@ -179,6 +179,10 @@ pub struct Task {
     pub(crate) util_t: u64,
     /// The one CPU it may run on (a policy's daemon), or None for any.
     pub pinned: Option<u32>,
+    /// The CPUs it may run on, set by sched_setaffinity (Step::Affinity;
+    /// bit n of word n / 64 for CPU n), or None for every CPU. Inherited at
+    /// fork (kernel/fork.c, dup_task_struct copies cpus_mask).
+    pub cpus: Option<Box<[u64]>>,
     /// Its nice value (Step::Nice), inherited at fork.
     pub nice: i8,
     /// A policy's daemon: always runnable, never counted among the tasks
@@ -194,6 +198,14 @@ pub struct Task {
     /// Its fork step's copy is done: the next run of that step creates
     /// the child.
     pub(crate) fork_copied: bool,
+}
+
+impl Task {
+    /// Whether it may run on CPU `c`.
+    pub fn may_run(&self, c: u32) -> bool {
+        self.pinned.is_none_or(|p| p == c)
+            && self.cpus.as_ref().is_none_or(|m| m.get(c as usize / 64).is_some_and(|w| w >> (c % 64) & 1 == 1))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,6 +370,11 @@ impl Sim {
     pub fn task(&self, t: Tid) -> &Task {
         &self.tasks[t as usize]
     }
+    /// Whether task `t` may run on CPU `c` (is_cpu_allowed in
+    /// kernel/sched/core.c, for a task of a user process).
+    pub fn may_run(&self, t: Tid, c: u32) -> bool {
+        self.tasks[t as usize].may_run(c)
+    }
     pub fn nr_tasks(&self) -> u32 {
         self.tasks.len() as u32
     }
@@ -372,6 +389,18 @@ impl Sim {
     /// that asked another for its choice and does not use it.
     pub fn set_scanned(&self, cpus: u32) {
         self.scanned.set(cpus);
+    }
+    /// core.c, select_fallback_rq: the first CPU the task may run on in
+    /// `prev`'s node (socket), else the first of the machine's. Also where
+    /// a task is moved when its CPU leaves its allowed set (affine_move_task
+    /// takes cpumask_any_and_distribute's CPU; the first is one of them).
+    pub fn fallback_cpu(&self, t: Tid, prev: u32) -> u32 {
+        let node = self.machine.cpu_socket.get(prev as usize).copied();
+        let task = &self.tasks[t as usize];
+        (0..self.machine.nr_cpus)
+            .find(|&c| Some(self.machine.cpu_socket[c as usize]) == node && task.may_run(c))
+            .or_else(|| (0..self.machine.nr_cpus).find(|&c| task.may_run(c)))
+            .unwrap_or(prev)
     }
     /// A uniform number in [0, 1) from the run's seeded generator.
     pub fn uniform(&mut self) -> f64 {

@@ -18,7 +18,10 @@
 //! pipe_write = pipe, pipe_read = pipe, pipe_spin_read = pipe (busy-waits
 //! for the message), futex_wait = futex, futex_wake = futex (+ count),
 //! barrier = barrier (+ spin_us: spin that long before blocking), repeat =
-//! program (+ times), repeat_for = program (+ ms).
+//! program (+ times), repeat_for = program (+ ms), nice = -20..19,
+//! affinity = "0-3,8" (sched_setaffinity: a CPU list as taskset -c takes
+//! it, or an array of CPUs; + of = "children" for the task's live children
+//! in place of itself).
 //!
 //! `stall` (0 to 1, default 0) at the top is the share of each
 //! computation's time spent stalled on memory, which does not scale with
@@ -28,7 +31,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::program::{Amount, ProgId, Step, Workload, MAX_INITIAL_TASKS};
+use crate::program::{Amount, ProgId, Step, Workload, MAX_INITIAL_TASKS, REF_CYCLES_PER_US};
 use crate::SimError;
 
 #[derive(Deserialize)]
@@ -80,7 +83,25 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, affinity";
+
+/// The highest CPU number a mask may name, plus one (the programs handle
+/// 1024 CPUs; no modelled machine has more).
+const MAX_CPU: i64 = 1024;
+
+/// A CPU list as the kernel prints and taskset -c takes it: "0-3,8,10-11".
+fn parse_cpulist(list: &str) -> Result<Vec<u32>, ()> {
+    let mut out = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (i64, i64) = (a.trim().parse().map_err(|_| ())?, b.trim().parse().map_err(|_| ())?);
+        if a < 0 || b < a || b >= MAX_CPU {
+            return Err(());
+        }
+        out.extend(a as u32..=b as u32);
+    }
+    Ok(out)
+}
 
 pub fn load(path: &str) -> Result<Workload, SimError> {
     let text = std::fs::read_to_string(path)
@@ -142,7 +163,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
             let jitter = num("jitter")?.unwrap_or(0.0);
             let action = t
                 .keys()
-                .find(|k| !matches!(k.as_str(), "jitter" | "times" | "ms" | "count" | "spin_us"))
+                .find(|k| !matches!(k.as_str(), "jitter" | "times" | "ms" | "count" | "spin_us" | "of"))
                 .ok_or_else(|| err(format!("{at}: no action; valid: {ACTIONS}")))?;
             let step = match action.as_str() {
                 "compute_us" => Step::Compute(Amount::work_us(num("compute_us")?.unwrap(), jitter)),
@@ -172,6 +193,23 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                         .filter(|n| (-20..=19).contains(n))
                         .ok_or_else(|| err(format!("{at}: field `nice` must be an integer from -20 to 19")))? as i8,
                 ),
+                "affinity" => {
+                    let cpus = match t.get("affinity") {
+                        Some(toml::Value::String(list)) => parse_cpulist(list),
+                        Some(toml::Value::Array(a)) => a
+                            .iter()
+                            .map(|v| v.as_integer().filter(|c| (0..MAX_CPU).contains(c)).map(|c| c as u32).ok_or(()))
+                            .collect(),
+                        _ => Err(()),
+                    }
+                    .map_err(|_| err(format!("{at}: field `affinity` must be a CPU list such as \"0-3,8\" or an array of CPUs below {MAX_CPU}")))?;
+                    let children = match t.get("of").map(|v| v.as_str()) {
+                        None | Some(Some("self")) => false,
+                        Some(Some("children")) => true,
+                        _ => return Err(err(format!("{at}: field `of` must be \"self\" or \"children\""))),
+                    };
+                    Step::Affinity(cpus.into_boxed_slice(), children)
+                }
                 other => return Err(err(format!("{at}: unknown action `{}`; valid: {ACTIONS}", other.escape_debug()))),
             };
             steps.push(step);
@@ -190,6 +228,85 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     }
     w.validate().map_err(err)?;
     Ok(w)
+}
+
+/// A workload as a file `parse` reads back to the same workload (its
+/// programs, tasks and objects; names made unique where they are not).
+/// Errors on what the format cannot say: marks and measures (a built-in
+/// workload's metric).
+pub fn to_toml(w: &Workload) -> Result<String, String> {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let num = |x: f64| if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x:?}") };
+    let jit = |a: &Amount| if a.jitter > 0.0 { format!(", jitter = {}", num(a.jitter)) } else { String::new() };
+    let mut names: Vec<String> = Vec::new();
+    for p in &w.programs {
+        let mut n = p.name.clone();
+        let mut i = 1;
+        while names.contains(&n) {
+            i += 1;
+            n = format!("{}-{i}", p.name);
+        }
+        names.push(n);
+    }
+    let mut out = format!("name = {}\n", q(&w.name));
+    if w.stall > 0.0 {
+        out += &format!("stall = {}\n", num(w.stall));
+    }
+    for (i, cap) in w.pipes.iter().enumerate() {
+        out += &format!("[[pipe]]\nname = \"pipe{i}\"\ncapacity = {cap}\n");
+    }
+    for i in 0..w.futexes {
+        out += &format!("[[futex]]\nname = \"futex{i}\"\n");
+    }
+    for (i, count) in w.barriers.iter().enumerate() {
+        out += &format!("[[barrier]]\nname = \"barrier{i}\"\ncount = {count}\n");
+    }
+    let us = REF_CYCLES_PER_US;
+    for (p, name) in w.programs.iter().zip(&names) {
+        let mut steps = Vec::new();
+        for s in &p.steps {
+            steps.push(match s {
+                Step::Compute(a) => format!("{{ compute_us = {}{} }}", num(a.mean / us), jit(a)),
+                Step::Sleep(a) => format!("{{ sleep_us = {}{} }}", num(a.mean / 1e3), jit(a)),
+                Step::Io(a) => format!("{{ io_us = {}{} }}", num(a.mean / 1e3), jit(a)),
+                Step::Fork(c) => format!("{{ fork = {} }}", q(&names[*c as usize])),
+                Step::Exec(comm) => format!("{{ exec = {} }}", q(comm)),
+                Step::Wait => "{ wait = true }".into(),
+                Step::WaitAll => "{ wait_all = true }".into(),
+                Step::Exit => "{ exit = true }".into(),
+                Step::PipeWrite(i) => format!("{{ pipe_write = \"pipe{i}\" }}"),
+                Step::PipeRead(i) => format!("{{ pipe_read = \"pipe{i}\" }}"),
+                Step::PipeSpinRead(i) => format!("{{ pipe_spin_read = \"pipe{i}\" }}"),
+                Step::FutexWait(i) => format!("{{ futex_wait = \"futex{i}\" }}"),
+                Step::FutexWake(i, n) => format!("{{ futex_wake = \"futex{i}\", count = {n} }}"),
+                Step::Barrier(i) => format!("{{ barrier = \"barrier{i}\" }}"),
+                Step::BarrierSpin(i, a) => format!("{{ barrier = \"barrier{i}\", spin_us = {} }}", num(a.mean / us)),
+                Step::Repeat(c, n) => format!("{{ repeat = {}, times = {n} }}", q(&names[*c as usize])),
+                Step::RepeatFor(c, ns) => format!("{{ repeat_for = {}, ms = {} }}", q(&names[*c as usize]), num(*ns as f64 / 1e6)),
+                Step::Nice(n) => format!("{{ nice = {n} }}"),
+                Step::Affinity(cpus, children) => format!(
+                    "{{ affinity = [{}]{} }}",
+                    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
+                    if *children { ", of = \"children\"" } else { "" }
+                ),
+                Step::Mark(_) | Step::Measure(_) => {
+                    return Err(format!("workload {}: a measured interval cannot be written to a workload file", w.name))
+                }
+            });
+        }
+        out += &format!("[[program]]\nname = {}\nsteps = [\n", q(name));
+        for s in steps {
+            out += &format!("    {s},\n");
+        }
+        out += "]\n";
+    }
+    for (p, comm, cpu) in &w.initial {
+        out += &format!("[[task]]\nprogram = {}\ncomm = {}\n", q(&names[*p as usize]), q(comm));
+        if let Some(c) = cpu {
+            out += &format!("cpu = {c}\n");
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -233,6 +350,32 @@ mod tests {
         for bad in ["20", "-21", "1.5", "\"low\""] {
             let e = parse(&PIPELINE.replace("{ exec = \"producer\" }", &format!("{{ nice = {bad} }}")), "x").unwrap_err().to_string();
             assert!(e.contains("program producer, step 1") && e.contains("from -20 to 19"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn affinity_takes_a_cpu_list_or_an_array_for_the_task_or_its_children() {
+        let with = |step: &str| parse(&PIPELINE.replace("{ exec = \"producer\" }", step), "x");
+        let w = with("{ affinity = \"0-2,8\" }").unwrap();
+        assert_eq!(w.programs[0].steps[0], Step::Affinity([0u32, 1, 2, 8].into(), false));
+        let w = with("{ affinity = [3, 1], of = \"children\" }").unwrap();
+        assert_eq!(w.programs[0].steps[0], Step::Affinity([3u32, 1].into(), true));
+        for bad in ["{ affinity = \"3-1\" }", "{ affinity = \"x\" }", "{ affinity = [-1] }", "{ affinity = [5000] }", "{ affinity = 3 }"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1") && e.contains("CPU list"), "{bad}: {e}");
+        }
+        let e = with("{ affinity = \"1\", of = \"parent\" }").unwrap_err().to_string();
+        assert!(e.contains("`of`"), "{e}");
+    }
+
+    #[test]
+    fn a_workload_written_reads_back_the_same() {
+        let w = parse(PIPELINE, "x").unwrap();
+        let back = parse(&to_toml(&w).unwrap(), "y").unwrap();
+        assert_eq!(back.pipes, w.pipes);
+        assert_eq!(back.initial, w.initial);
+        for (a, b) in back.programs.iter().zip(&w.programs) {
+            assert_eq!((&a.name, &a.steps), (&b.name, &b.steps));
         }
     }
 

@@ -40,8 +40,9 @@ const LAYERS: &[&[&str]] = &[
     // interpreter of the tasks' programs (its methods are the engine's).
     &["engine"],
     &["interp"],
-    // A run from names and parameters, and its report.
-    &["run"],
+    // A run from names and parameters, and its report; the hunt for
+    // failures, which runs and checks generated workloads.
+    &["run", "hunt"],
 ];
 
 /// Imports that break the layers, each with why it is tolerated (none today).

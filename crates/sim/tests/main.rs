@@ -5,6 +5,8 @@
 //! runs one file's tests). `#[path]` makes each file's own `mod` lines
 //! resolve in this directory, as when the file was a crate root.
 
+#[path = "affinity.rs"]
+mod affinity;
 #[path = "agree.rs"]
 mod agree;
 #[path = "background.rs"]

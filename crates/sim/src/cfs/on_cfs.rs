@@ -31,6 +31,9 @@ pub trait OnCfs {
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         self.cfs_mut().set_nice(sim, t)
     }
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        self.cfs_mut().set_cpumask(sim, t)
+    }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         self.cfs_mut().select_cpu(sim, t, prev_cpu, wake)
     }
@@ -75,6 +78,9 @@ impl<P: OnCfs> Policy for P {
     }
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         OnCfs::set_nice(self, sim, t)
+    }
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        OnCfs::set_cpumask(self, sim, t)
     }
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32 {
         OnCfs::select_cpu(self, sim, t, prev_cpu, wake)

@@ -16,6 +16,8 @@ pub struct ScxPolicy {
     /// A peer's counters (its recipe's `stats` globals); None for warmcore's
     /// program, whose counters are its `stats` map.
     peer_stats: Option<Vec<String>>,
+    /// The first guarantee the program broke (the starvation bound).
+    broken: Option<String>,
     /// The program holds a pointer to this table, and the table to `k`.
     _ops: Box<HostOps>,
     k: Box<Kernel>,
@@ -50,6 +52,9 @@ impl PmQos {
         self.seen[c as usize].is_some()
     }
 }
+
+/// The starvation bound: 1 simulated second (docs/hunt.md).
+const STARVATION_NS: u64 = 1_000_000_000;
 
 /// The watchdog's timer token (program timers use their slot numbers).
 const WATCHDOG_TOKEN: u64 = u64::MAX;
@@ -251,6 +256,7 @@ impl ScxPolicy {
         }
         Ok(ScxPolicy {
             name: label.clone(),
+            broken: None,
             plan,
             peer_stats,
             _ops: ops,
@@ -356,6 +362,57 @@ impl ScxPolicy {
         self.k.ts(t).p
     }
 
+    /// The task's allowed CPUs as the simulator has them, into the kernel
+    /// side and the program's task_struct (cpus_mask, nr_cpus_allowed).
+    fn copy_cpus(&mut self, sim: &Sim, t: Tid) {
+        let m: Mask = match &sim.task(t).cpus {
+            Some(words) => {
+                let mut m = [0u64; 16];
+                for (d, w) in m.iter_mut().zip(words.iter()) {
+                    *d = *w;
+                }
+                m
+            }
+            None => self.k.all,
+        };
+        let p = self.p(t);
+        // SAFETY: p is live; the mask holds 16 words.
+        unsafe { (self.prog.f.task_set_cpus)(p, m.as_ptr(), m.len() as u32) };
+        self.k.ts_mut(t).cpus = sim.task(t).cpus.is_some().then(|| Box::new(m));
+    }
+
+    /// The starvation bound every scheduler must meet (docs/hunt.md): a
+    /// task runnable for more than STARVATION_NS while a CPU it may use
+    /// was idle all that time ends the run. Checked when it starts running
+    /// and at the watchdog's rounds, so no event of the run changes.
+    fn check_starvation(&mut self, sim: &mut Sim, t: Tid, at: u64) {
+        let now = sim.now();
+        if now.saturating_sub(at) <= STARVATION_NS {
+            return;
+        }
+        let idle = (0..self.k.nr_cpus).find(|&c| {
+            let cpu = sim.cpu(c);
+            // Idle, whatever tasks the program left queued for it.
+            sim.may_run(t, c)
+                && cpu.mode == Mode::Idle
+                && now.saturating_sub(cpu.idle_since.max(at)) > STARVATION_NS
+        });
+        if let Some(c) = idle {
+            let task = sim.task(t);
+            let why = format!(
+                "broken guarantee: starvation: {}[{}] waited runnable for {:.3}s while CPU {c}, which it may use, was idle",
+                task.comm,
+                task.pid,
+                (now - at) as f64 * 1e-9
+            );
+            // Kept, and the run goes on: the kernel would not eject the
+            // scheduler for it, and its watchdog may still (Policy::broken).
+            if self.broken.is_none() {
+                self.broken = Some(format!("{} at {} ns: {why}", self.name, now));
+            }
+        }
+    }
+
     /// balance_one: is there a next task for `cpu` in its local queue, after
     /// the global queue and up to 32 rounds of ops.dispatch?
     fn balance(&mut self, sim: &mut Sim, cpu: u32, prev: Option<Tid>) -> bool {
@@ -442,12 +499,11 @@ impl ScxPolicy {
     fn watchdog(&mut self, sim: &mut Sim) {
         self.watchdog = None;
         let now = sim.now();
-        let mut waiting = false;
-        for (t, s) in self.k.tasks.iter().enumerate() {
-            let Some(at) = s.as_ref().and_then(|s| s.runnable_at) else { continue };
-            waiting = true;
+        let waiting: Vec<(Tid, u64)> =
+            self.k.tasks.iter().enumerate().filter_map(|(t, s)| Some((t as Tid, s.as_ref()?.runnable_at?))).collect();
+        for &(t, at) in &waiting {
             if now - at > self.timeout_ns {
-                let task = sim.task(t as Tid);
+                let task = sim.task(t);
                 let why = format!(
                     "runnable task stall: {}[{}] failed to run for {:.3}s",
                     task.comm,
@@ -458,6 +514,12 @@ impl ScxPolicy {
                 return;
             }
         }
+        for &(t, at) in &waiting {
+            if sim.task(t).state == TState::Runnable {
+                self.check_starvation(sim, t, at);
+            }
+        }
+        let waiting = !waiting.is_empty();
         if waiting {
             self.watchdog = Some(sim.set_timer(now + self.timeout_ns / 2, WATCHDOG_TOKEN));
         }
@@ -561,18 +623,23 @@ impl Policy for ScxPolicy {
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
         let task = sim.task(t);
         let pid = task.pid as i32;
-        let (pinned, nice) = (task.pinned, task.nice);
+        let (pinned, nice, narrowed) = (task.pinned, task.nice, task.cpus.is_some());
         // SAFETY: a new task of this program's copy.
         let p = unsafe { (self.prog.f.task_new)(t, pid, pinned.map_or(-1, |c| c as c_int)) };
         if self.k.tasks.len() <= t as usize {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, direct: None, selected: false, runnable_at: None });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None });
         self.k.pid_tid.insert(pid, t);
         if nice != 0 {
             // SAFETY: p is live.
             unsafe { (self.prog.f.task_set_nice)(p, nice as c_int) };
+        }
+        if narrowed {
+            // A child inherits its parent's allowed CPUs (dup_task_struct),
+            // before the program sees it.
+            self.copy_cpus(sim, t);
         }
         if let (true, Some(c)) = (self.warmers, pinned) {
             // The loader registers each warmer thread before the program
@@ -606,6 +673,48 @@ impl Policy for ScxPolicy {
         unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
     }
 
+    /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
+    /// calls ops.set_cpumask); a queued task is dequeued and enqueued again
+    /// (DEQUEUE_SAVE, ENQUEUE_RESTORE), on an allowed CPU if its own left the
+    /// set (affine_move_task, move_queued_task): taken out of the queue that
+    /// holds it and handed to ops.enqueue. A running task is moved by the
+    /// engine; a sleeping one is placed at its wake-up.
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        self.copy_cpus(sim, t);
+        let p = self.p(t);
+        let cpu = sim.task(t).cpu;
+        if self.ops_mask & abi::OP_SET_CPUMASK != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
+        }
+        if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
+            return;
+        }
+        let k = &mut *self.k;
+        let mut held = false;
+        for q in k.local.iter_mut() {
+            if let Some(i) = q.iter().position(|&u| u == t) {
+                q.remove(i);
+                held = true;
+            }
+        }
+        held |= k.global.remove(t);
+        for q in k.user.values_mut() {
+            held |= q.remove(t);
+        }
+        if !sim.may_run(t, cpu) {
+            let to = sim.fallback_cpu(t, cpu);
+            sim.set_task_cpu(t, to);
+            sim.kick(to);
+        }
+        // A task the program keeps in queues of its own stays there: the
+        // model has no ops.dequeue to take it out.
+        if held {
+            let cpu = sim.task(t).cpu;
+            self.enqueue_op(sim, t, cpu, 0);
+        }
+    }
+
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
         let p = self.p(t);
         let cpu = sim.task(t).cpu;
@@ -628,7 +737,7 @@ impl Policy for ScxPolicy {
         if w.kind == WakeKind::Exec {
             return prev;
         }
-        if let Some(c) = self.k.ts(t).pinned {
+        if let Some(c) = self.k.only_cpu(t) {
             return c;
         }
         // core.c: a wake-up whose CPU select_task_rq chose is enqueued with
@@ -674,6 +783,18 @@ impl Policy for ScxPolicy {
         let p = self.p(t);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
+        if flags == Enq::Exec {
+            if let Some(r) = (0..self.prev.len()).find(|&r| self.prev[r] == Some(t) && r != cpu as usize) {
+                // Moved off CPU r while it ran (affine_move_task's stopper):
+                // r balances again without it, its prev being the stopper,
+                // and the task is enqueued on its new CPU (move_queued_task:
+                // ops.enqueue, no ops.runnable).
+                self.balanced[r] = None;
+                self.prev[r] = None;
+                self.enqueue_op(sim, t, cpu, 0);
+                return;
+            }
+        }
         if matches!(flags, Enq::Preempted | Enq::Exec) {
             // put_prev_task_scx: the balance ran at stopping (ext.c: balance
             // before put_prev). No ops.runnable: the task stayed runnable.
@@ -742,6 +863,9 @@ impl Policy for ScxPolicy {
 
     fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
         let now = sim.now();
+        if let Some(at) = self.k.ts(t).runnable_at {
+            self.check_starvation(sim, t, at);
+        }
         let s = self.k.ts_mut(t);
         s.runnable_at = None;
         s.charged_at = now;
@@ -827,17 +951,30 @@ impl Policy for ScxPolicy {
         self.call(sim, cpu, Context::Other, |f| unsafe { (f.timer_fire)(slot as u32) });
     }
 
+    fn broken(&self) -> Option<String> {
+        self.broken.clone()
+    }
+
     fn stats(&self) -> serde_json::Value {
-        if let Some(names) = &self.peer_stats {
-            let mut m = serde_json::Map::new();
-            for g in names {
-                if let Some(v) = self.prog.get(g, 0) {
-                    m.insert(g.clone(), v.into());
+        let mut m = match &self.peer_stats {
+            Some(names) => {
+                let mut m = serde_json::Map::new();
+                for g in names {
+                    if let Some(v) = self.prog.get(g, 0) {
+                        m.insert(g.clone(), v.into());
+                    }
                 }
+                m
             }
+            None => self.counters(),
+        };
+        // Also when the watchdog ejected the scheduler afterwards.
+        if let Some(b) = &self.broken {
+            m.insert("broken_guarantee".into(), b.clone().into());
+        }
+        if self.peer_stats.is_some() {
             return serde_json::Value::Object(m);
         }
-        let mut m = self.counters();
         if self.name == "scx:nest" {
             for g in ["nr_primary", "nr_reserve", "max_primary"] {
                 if let Some(v) = self.prog.global_u64(g) {

@@ -69,8 +69,11 @@ pub fn build(dir: &Path) -> Result<(Vec<u8>, String, String), String> {
         return Ok((so, recipe_name, recipe));
     }
     // Built beside its final place, then renamed there: a concurrent build
-    // of the same sources finds one or the other whole.
-    let work = cache.join(format!("{key}.{}", std::process::id()));
+    // of the same sources (another process, or another thread of this one)
+    // finds one or the other whole.
+    static BUILDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = cache.join(format!("{key}.{}.{n}", std::process::id()));
     let tc = Toolchain::from_text(TOOLCHAIN);
     let r = build_program::build(&tc, &units, &work).map_err(|e| one_line(&e));
     let so = match r {

@@ -13,6 +13,9 @@ pub(super) struct TaskState {
     pub(super) charged_at: u64,
     /// The task's only CPU, for a pinned task.
     pub(super) pinned: Option<u32>,
+    /// Its allowed CPUs when sched_setaffinity narrowed them (None: every
+    /// CPU), as p->cpus_ptr holds them.
+    pub(super) cpus: Option<Box<Mask>>,
     /// A direct dispatch from select_cpu: (queue kind, id, flags, vtime
     /// for a vtime insert), applied at enqueue.
     pub(super) direct: Option<(u32, u64, u32, Option<u64>)>,
@@ -25,7 +28,9 @@ pub(super) struct TaskState {
 /// Whether task `t` may run on `cpu` (a task the program no longer knows
 /// may not).
 pub(super) fn may_run(tasks: &[Option<TaskState>], t: Tid, cpu: u32) -> bool {
-    tasks[t as usize].as_ref().is_some_and(|s| s.pinned.is_none_or(|p| p == cpu))
+    tasks[t as usize]
+        .as_ref()
+        .is_some_and(|s| s.pinned.is_none_or(|p| p == cpu) && s.cpus.as_ref().is_none_or(|m| Kernel::bit(&m[..], cpu)))
 }
 
 /// Where inserts go and what LOCAL means, by the operation being run.
@@ -161,6 +166,15 @@ impl Kernel {
             false
         }
     }
+    /// ext.c, task_can_run_on_remote_rq (enforced): an insert into the
+    /// local queue of a CPU outside the task's allowed set is an error.
+    pub(super) fn fail_not_allowed(&mut self, t: Tid, cpu: u32) {
+        let (comm, pid) = {
+            let task = self.sim().task(t);
+            (task.comm.clone(), task.pid)
+        };
+        self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {comm}[{pid}]"));
+    }
     pub(super) fn allowed(&self, t: Tid, cpu: u32) -> bool {
         may_run(&self.tasks, t, cpu)
     }
@@ -286,10 +300,21 @@ impl Kernel {
 
     /// The CPUs a task may run on.
     pub(super) fn task_mask(&self, t: Tid) -> Mask {
-        match self.ts(t).pinned {
-            None => self.all,
-            Some(c) => mask_of(std::iter::once(c)),
+        let s = self.ts(t);
+        match (s.pinned, &s.cpus) {
+            (Some(c), _) => mask_of(std::iter::once(c)),
+            (None, Some(m)) => **m,
+            (None, None) => self.all,
         }
+    }
+
+    /// The one CPU a task may run on, if it may run on one only
+    /// (p->nr_cpus_allowed == 1).
+    pub(super) fn only_cpu(&self, t: Tid) -> Option<u32> {
+        let m = self.task_mask(t);
+        (m.iter().map(|w| w.count_ones()).sum::<u32>() == 1)
+            .then(|| m.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i as u32 * 64 + w.trailing_zeros()))
+            .flatten()
     }
 
     /// ext_idle.c, scx_select_cpu_dfl (the topology-aware version of 6.15
@@ -400,7 +425,7 @@ impl Kernel {
                     return;
                 }
                 if !self.allowed(t, cpu) {
-                    self.fail(format!("task {t} cannot run on CPU {cpu}"));
+                    self.fail_not_allowed(t, cpu);
                     return;
                 }
                 // ext.c, SCX_ENQ_IMMED: the task goes to the local queue only

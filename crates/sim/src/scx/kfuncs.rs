@@ -221,13 +221,9 @@ pub(super) extern "C" fn k_dsq_move(ctx: *mut c_void, it: *mut u64, t: u32, kind
     if !q.remove(t) {
         return 0;
     }
-    // ext.c, dispatch_to_local_dsq: a task that may not run on the target
-    // CPU goes to the global queue.
-    if kind == abi::DSQ_LOCAL_ON && !k.allowed(t, id as u32) {
-        k.insert(t, abi::DSQ_GLOBAL, 0, None, enq);
-    } else {
-        k.insert(t, kind, id, None, enq);
-    }
+    // ext.c, move_task_between_dsqs: a task that may not run on the target
+    // CPU is an error (task_can_run_on_remote_rq, enforced), as in insert.
+    k.insert(t, kind, id, None, enq);
     1
 }
 pub(super) extern "C" fn k_kick_cpu(ctx: *mut c_void, cpu: c_int, kick: u32) {

@@ -120,6 +120,7 @@ pub mod abi {
     pub const OP_RUNNABLE: u32 = 1 << 12;
     pub const OP_QUIESCENT: u32 = 1 << 13;
     pub const OP_CGROUP_INIT: u32 = 1 << 14;
+    pub const OP_SET_CPUMASK: u32 = 1 << 15;
     pub const MASK_WORDS: usize = 128;
 }
 
@@ -159,6 +160,8 @@ entry_points! {
     map_update: unsafe extern "C" fn(*const c_char, *const c_void, *const c_void) -> i64,
     task_new: unsafe extern "C" fn(u32, c_int, c_int) -> TaskPtr,
     task_free: unsafe extern "C" fn(TaskPtr),
+    task_set_cpus: unsafe extern "C" fn(TaskPtr, *const u64, u32),
+    set_cpumask: unsafe extern "C" fn(TaskPtr),
     task_set_nice: unsafe extern "C" fn(TaskPtr, c_int),
     task_slice: unsafe extern "C" fn(TaskPtr) -> u64,
     task_set_slice: unsafe extern "C" fn(TaskPtr, u64),

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore hunt`: generated workloads run under a sched_ext policy until
+//! one fails or the budget is spent; a failure is shrunk and written as a
+//! workload file that `warmcore sim` replays (docs/hunt.md).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use warmcore_args::UsageError;
+use warmcore_sim::hunt::{self, Case, Failure};
+use warmcore_sim::{Machine, RunConfig};
+
+#[derive(Args)]
+pub struct HuntArgs {
+    /// The sched_ext scheduler to hunt in: scx:NAME (warmcore's policies,
+    /// the peers scx:bpfland, scx:flash, scx:cosmos) or bpf:DIR, with
+    /// parameters as `warmcore sim` takes them.
+    #[arg(long)]
+    pub policy: String,
+    /// Machines the generated runs use, comma-separated presets or machine
+    /// files (see `warmcore sim --help`); without it, core2duo-e8400,
+    /// ryzen5-3400g, default, xeon-gold-5218-2s and xeon-e7-8870v4.
+    #[arg(long, value_delimiter = ',')]
+    pub machine: Vec<String>,
+    /// The budget in runs: stop after this many generated workloads.
+    #[arg(long, conflicts_with = "sim_time", value_parser = warmcore_args::count::<u64>(1, u64::MAX))]
+    pub runs: Option<u64>,
+    /// The budget in simulated time: stop once the runs together simulated
+    /// this long (1.5s, 200ms; a bare number is seconds).
+    #[arg(long, value_name = "TIME", value_parser = warmcore_args::positive_secs)]
+    pub sim_time: Option<Duration>,
+    /// The hunt's seed: the same seed, policy and machines make the same runs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The first run's number (to resume an interrupted hunt).
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Runs at a time, on threads of this process (0: one per CPU).
+    #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 4096))]
+    pub jobs: usize,
+    /// The most runs spent shrinking a failure.
+    #[arg(long, default_value_t = 400, value_parser = warmcore_args::count::<u32>(1, 1_000_000))]
+    pub shrink_runs: u32,
+    /// Output directory: summary.json, and for a failure run-N/ with the
+    /// generated workload, the shrunk reproducer, its trace and a summary.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Without a budget: 100 runs.
+const DEFAULT_RUNS: u64 = 100;
+
+pub fn run(a: HuntArgs) -> Result<()> {
+    let names: Vec<String> = if a.machine.is_empty() {
+        hunt::DEFAULT_MACHINES.iter().map(|s| s.to_string()).collect()
+    } else {
+        a.machine.iter().map(|s| s.trim().to_string()).collect()
+    };
+    if names.iter().any(|n| n.is_empty()) {
+        bail!(UsageError::new("--machine takes a comma-separated list of machines, with no empty name"));
+    }
+    let mut machines = Vec::new();
+    for n in &names {
+        let m = Machine::load(n)?;
+        // The policy is built on every machine first: a bad name, parameter
+        // or scheduler is refused before any run.
+        warmcore_sim::make_policy(&a.policy, &m)?;
+        machines.push(m);
+    }
+    // A reproducer's path is given to `warmcore sim --workload`, where ':'
+    // starts the parameters.
+    if a.out.to_string_lossy().contains(':') {
+        bail!(UsageError::new(format!("--out {}: a directory whose path has no ':' (the reproducers' paths are workload names)", a.out.display())));
+    }
+    if a.out.exists() && !a.out.is_dir() {
+        bail!(UsageError::new(format!("--out {}: not a directory", a.out.display())));
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let shapes: Vec<(String, u32)> = names.iter().cloned().zip(machines.iter().map(|m| m.nr_cpus)).collect();
+    let end = match (a.runs, a.sim_time) {
+        (Some(n), _) => a.start.saturating_add(n),
+        (None, Some(_)) => u64::MAX,
+        (None, None) => a.start + DEFAULT_RUNS,
+    };
+    let sim_budget = a.sim_time.map(|d| d.as_nanos() as u64);
+    let jobs = if a.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { a.jobs };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let s = stop.clone();
+        crate::signals::on_interrupt(move |sig| {
+            if s.swap(true, Ordering::SeqCst) {
+                crate::signals::exit(sig);
+            }
+            eprintln!("hunt: stopping; what was found is kept (Ctrl-C again to quit now)");
+        });
+    }
+    let next = AtomicU64::new(a.start);
+    let first_fail = AtomicU64::new(u64::MAX);
+    let sim_ns = AtomicU64::new(0);
+    let done: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+    let found: Mutex<Vec<(Case, Failure)>> = Mutex::new(Vec::new());
+    let skipped: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let t0 = Instant::now();
+    let policy = a.policy.as_str();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::SeqCst) || sim_budget.is_some_and(|b| sim_ns.load(Ordering::SeqCst) >= b) {
+                    return;
+                }
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= end || i > first_fail.load(Ordering::SeqCst) {
+                    return;
+                }
+                let case = hunt::generate(a.seed, i, &shapes);
+                let m = &machines[names.iter().position(|n| *n == case.machine).unwrap_or(0)];
+                match hunt::check_timed(m, policy, &case.workload, case.seed) {
+                    Ok((None, ns)) => {
+                        sim_ns.fetch_add(ns, Ordering::SeqCst);
+                    }
+                    Ok((Some(f), ns)) => {
+                        sim_ns.fetch_add(ns, Ordering::SeqCst);
+                        first_fail.fetch_min(i, Ordering::SeqCst);
+                        found.lock().unwrap().push((case, f));
+                    }
+                    // A workload past the simulator's limits is the
+                    // generator's fault, never the scheduler's.
+                    Err(e) => skipped.lock().unwrap().push(format!("run {i}: {e}")),
+                }
+                done.lock().unwrap().insert(i);
+            });
+        }
+        // Progress, every few seconds of a long hunt.
+        scope.spawn(|| {
+            let mut last = Instant::now();
+            while !(stop.load(Ordering::SeqCst)
+                || next.load(Ordering::SeqCst) >= end.min(first_fail.load(Ordering::SeqCst).saturating_add(1))
+                || sim_budget.is_some_and(|b| sim_ns.load(Ordering::SeqCst) >= b))
+            {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= Duration::from_secs(5) {
+                    last = Instant::now();
+                    eprintln!(
+                        "hunt: {} runs, {:.1} simulated s, {:.0} s",
+                        done.lock().unwrap().len(),
+                        sim_ns.load(Ordering::SeqCst) as f64 * 1e-9,
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        });
+    });
+    let done = done.into_inner().unwrap();
+    let sim_s = sim_ns.load(Ordering::SeqCst) as f64 * 1e-9;
+    for s in skipped.lock().unwrap().iter() {
+        eprintln!("hunt: a generated workload was refused by the simulator (not counted as a failure): {s}");
+    }
+    // The first failure by run number: the same whatever --jobs.
+    let mut found = found.into_inner().unwrap();
+    found.sort_by_key(|(c, _)| c.index);
+    let interrupted = stop.load(Ordering::SeqCst);
+    let mut summary = serde_json::json!({
+        "policy": a.policy,
+        "seed": a.seed,
+        "machines": names,
+        "start": a.start,
+        "runs": done.len(),
+        "simulated_s": sim_s,
+        "wall_s": t0.elapsed().as_secs_f64(),
+        "refused": skipped.lock().unwrap().len(),
+        "failure": null,
+    });
+    let result = match found.into_iter().next() {
+        Some((case, f)) => {
+            let m = &machines[names.iter().position(|n| *n == case.machine).unwrap_or(0)];
+            let (line, dir) = report(&a, &case, &f, m, &stop)?;
+            summary["failure"] = serde_json::json!({ "run": case.index, "kind": f.kind.name(), "what": f.what, "dir": dir });
+            Some((line, dir))
+        }
+        None => None,
+    };
+    let path = a.out.join("summary.json");
+    warmcore_trace::output::write(&path, &[], serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    println!(
+        "hunt: {} runs of {} ({:.1} simulated s, {:.1} s), {}",
+        done.len(),
+        a.policy,
+        sim_s,
+        t0.elapsed().as_secs_f64(),
+        if result.is_some() { "1 failure" } else { "no failure" }
+    );
+    if interrupted && result.is_none() {
+        // Every run before the first one not done has been checked.
+        let resume = (a.start..).find(|i| !done.contains(i)).unwrap_or(a.start);
+        eprintln!("hunt: interrupted; resume with the same command and --start {resume}");
+        crate::signals::exit(crate::signals::caught().unwrap_or(signal_hook::consts::SIGINT));
+    }
+    if let Some((line, dir)) = result {
+        bail!("{line}; reproducer in {}", dir.display());
+    }
+    Ok(())
+}
+
+/// Shrink a failure and write it out: run-N/original.toml (the generated
+/// workload), repro.toml (the shrunk one), repro.wct (its trace) and
+/// failure.txt (the summary and the command that replays it). The one-line
+/// summary, and the directory.
+fn report(a: &HuntArgs, case: &Case, f: &Failure, m: &Machine, stop: &AtomicBool) -> Result<(String, PathBuf)> {
+    let dir = a.out.join(format!("run-{}", case.index));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let p = dir.join(name);
+        warmcore_trace::output::write(&p, &[], text.as_bytes())?;
+        Ok(p)
+    };
+    write("original.toml", &warmcore_sim::wfile::to_toml(&case.workload).map_err(anyhow::Error::msg)?)?;
+    eprintln!("hunt: run {} failed ({}): {}; shrinking", case.index, f.kind.name(), f.what);
+    let (small, runs) = hunt::shrink(m, &a.policy, &case.workload, case.seed, &f.kind, a.shrink_runs, stop);
+    let repro = write("repro.toml", &warmcore_sim::wfile::to_toml(&small).map_err(anyhow::Error::msg)?)?;
+    // The reproducer replayed as `warmcore sim` runs it, with its trace.
+    let mut cfg = RunConfig::new(&case.machine, &repro.to_string_lossy(), &a.policy, "powersave", case.seed);
+    cfg.trace = Some(dir.join("repro.wct"));
+    cfg.limits.max_sim_ns = hunt::RUN_LIMIT_NS;
+    let replay = warmcore_sim::run(&cfg);
+    let what = match &replay {
+        Ok(r) => r.partial.clone().filter(|w| hunt::kind_of(w, r.ejected) == f.kind),
+        Err(warmcore_sim::SimError::Deadlock(w)) if f.kind == hunt::Kind::Unfinished => Some(w.clone()),
+        Err(_) => None,
+    };
+    let command = format!(
+        "warmcore sim --machine {} --policy {} --workload {} --seed {}",
+        case.machine,
+        a.policy,
+        quote(&repro),
+        case.seed
+    );
+    let (what, note) = match what {
+        Some(w) => (w, String::new()),
+        // Said, not hidden: the generated workload still fails (original.toml).
+        None => (f.what.clone(), "; the shrunk workload does not fail the same way when replayed: the generated one does (original.toml)".into()),
+    };
+    let line = format!(
+        "{}: {} ({} of {} tasks left after {} shrinking runs{note})",
+        f.kind.name(),
+        what,
+        small.initial.len(),
+        case.workload.initial.len(),
+        runs
+    );
+    write("failure.txt", &format!("{line}\nreplay: {command}\n"))?;
+    eprintln!("hunt: replay with: {command}");
+    Ok((line, dir))
+}
+
+fn quote(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,".contains(c)) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `warmcore hunt`: random workloads from a seed, each run deterministically
+//! under a sched_ext policy and checked (docs/hunt.md, What it checks); a
+//! failure is shrunk to a small workload that fails the same way.
+//!
+//! Run `i` of seed `S` is the workload and simulator seed `case_seed(S, i)`
+//! makes on the machine it picks: the same `(S, i)` is the same run on any
+//! thread, so a hunt's result does not depend on how many run at once.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::{CountSink, Engine, Limits};
+use crate::program::{Amount, Step, Workload};
+use crate::{Governor, Machine, SimError};
+
+/// The machines a hunt uses unless told: 2 to 160 CPUs, one to four
+/// sockets, with and without SMT.
+pub const DEFAULT_MACHINES: &[&str] = &["core2duo-e8400", "ryzen5-3400g", "default", "xeon-gold-5218-2s", "xeon-e7-8870v4"];
+
+/// A run that has not ended after this much simulated time fails: the
+/// workloads are made to end within a few simulated seconds, and every
+/// scheduler's watchdog ejects it long before (30 s at most, SCX_WATCHDOG_MAX_TIMEOUT).
+pub const RUN_LIMIT_NS: u64 = 120_000_000_000;
+
+/// What broke in a failed run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The watchdog ejected the scheduler (SCX_EXIT_ERROR_STALL).
+    Stall,
+    /// The scheduler was ejected for another reason (scx_bpf_error, an
+    /// invalid CPU or queue, a task on a CPU it may not use).
+    Error,
+    /// A task waited runnable more than a second while a CPU it may use idled.
+    Starvation,
+    /// A task ran on a CPU outside its allowed set.
+    Affinity,
+    /// The run did not end: tasks left that never finish.
+    Unfinished,
+}
+
+impl Kind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Stall => "stall",
+            Kind::Error => "error",
+            Kind::Starvation => "starvation",
+            Kind::Affinity => "affinity",
+            Kind::Unfinished => "unfinished",
+        }
+    }
+}
+
+/// A failed run: what broke, and the simulator's one line about it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub kind: Kind,
+    pub what: String,
+}
+
+/// One generated run.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub index: u64,
+    pub machine: String,
+    pub seed: u64,
+    pub workload: Workload,
+}
+
+/// The seed of run `i` of a hunt seeded `seed` (splitmix64 of the pair).
+pub fn case_seed(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(0x6a09_e667_f3bc_c909);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+struct Draw(ChaCha8Rng);
+
+impl Draw {
+    /// Uniform in lo..=hi.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.0.next_u64() % (hi - lo + 1)
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    /// A set of allowed CPUs of the kinds that break schedulers: one CPU,
+    /// CPU 0 alone, every CPU but 0, a range, a sparse set, one CPU the
+    /// machine lacks beside one it has, every CPU.
+    fn mask(&mut self, n: u32) -> Vec<u32> {
+        let n64 = n as u64;
+        match self.range(0, 6) {
+            0 => vec![self.range(0, n64 - 1) as u32],
+            1 => vec![0],
+            2 if n > 1 => (1..n).collect(),
+            3 => {
+                let a = self.range(0, n64 - 1) as u32;
+                let b = self.range(a as u64, (a as u64 + 4).min(n64 - 1)) as u32;
+                (a..=b).collect()
+            }
+            4 => {
+                let mut m: Vec<u32> = (0..n).filter(|_| self.chance(0.25)).collect();
+                if m.is_empty() {
+                    m.push(self.range(0, n64 - 1) as u32);
+                }
+                m
+            }
+            5 => vec![n + self.range(0, 3) as u32, self.range(0, n64 - 1) as u32],
+            _ => (0..n).collect(),
+        }
+    }
+    /// Work in microseconds: mostly short, sometimes long.
+    fn work_us(&mut self) -> f64 {
+        if self.chance(0.7) {
+            self.range(5, 300) as f64
+        } else {
+            self.range(1_000, 20_000) as f64
+        }
+    }
+}
+
+/// Run `index` of a hunt seeded `seed` over `machines` (each with its CPU
+/// count): a workload of 1 to 4 tasks per CPU (at most 48) that compute,
+/// sleep, change their nice value and their allowed CPUs, fork children
+/// and change theirs, each for at most a few simulated seconds.
+pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
+    let cs = case_seed(seed, index);
+    let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
+    let (machine, n) = machines[d.range(0, machines.len() as u64 - 1) as usize].clone();
+    let mut w = Workload::new(&format!("hunt-{seed}-{index}"));
+    let tasks = match d.range(0, 4) {
+        0 => 1,
+        1 => d.range(1, (n as u64).min(8)),
+        2 => n as u64,
+        3 => 2 * n as u64,
+        _ => d.range(1, 4 * n as u64),
+    }
+    .clamp(1, 48);
+    for i in 0..tasks {
+        let mut body = Vec::new();
+        body.push(Step::Compute(Amount::work_us(d.work_us(), 0.0)));
+        if d.chance(0.6) {
+            body.push(Step::Sleep(Amount::fixed(d.range(10, 2_000) as f64 * 1e3)));
+        }
+        if d.chance(0.2) {
+            body.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
+        }
+        if d.chance(0.1) {
+            body.push(Step::Nice(d.range(0, 39) as i8 - 20));
+        }
+        let body = w.add(&format!("t{i}-body"), body);
+        let mut steps = Vec::new();
+        if d.chance(0.3) {
+            steps.push(Step::Nice(d.range(0, 39) as i8 - 20));
+        }
+        if d.chance(0.4) {
+            steps.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
+        }
+        steps.push(Step::Repeat(body, d.range(1, 30)));
+        if d.chance(0.2) {
+            let child = vec![
+                Step::Compute(Amount::work_us(d.work_us(), 0.0)),
+                Step::Sleep(Amount::fixed(d.range(10, 5_000) as f64 * 1e3)),
+                Step::Compute(Amount::work_us(d.work_us(), 0.0)),
+                Step::Exit,
+            ];
+            let child = w.add(&format!("t{i}-child"), child);
+            for _ in 0..d.range(1, 4) {
+                steps.push(Step::Fork(child));
+            }
+            if d.chance(0.6) {
+                steps.push(Step::Affinity(d.mask(n).into_boxed_slice(), true));
+            }
+            steps.push(Step::WaitAll);
+        }
+        steps.push(Step::Exit);
+        let prog = w.add(&format!("t{i}"), steps);
+        let cpu = d.chance(0.2).then(|| d.range(0, n as u64 - 1) as u32);
+        w.initial.push((prog, format!("t{i}"), cpu));
+    }
+    Case { index, machine, seed: cs, workload: w }
+}
+
+/// Run `w` on `machine` under `policy` with the simulator's seed `seed`,
+/// and check it: None if it passed, the failure otherwise. An error is a
+/// bad input (an unknown policy, a workload past the simulator's limits).
+pub fn check(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<Option<Failure>, SimError> {
+    check_timed(machine, policy, w, seed).map(|(f, _)| f)
+}
+
+/// As `check`, with the simulated time the run took.
+pub fn check_timed(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<(Option<Failure>, u64), SimError> {
+    let p = crate::policies::make_policy(policy, machine)?;
+    let mut e = Engine::new(machine.clone(), Governor::Powersave, p, w.clone(), seed, Box::new(CountSink::default()))?;
+    let out = match e.run(Limits { max_sim_ns: RUN_LIMIT_NS, ..Limits::default() }) {
+        Ok(out) => out,
+        Err(SimError::Deadlock(why)) => return Ok((Some(Failure { kind: Kind::Unfinished, what: why }), e.sim.now())),
+        Err(e) => return Err(e),
+    };
+    Ok((classify(&out), out.makespan_ns))
+}
+
+/// The failure a run's outcome shows, if any.
+fn classify(out: &crate::engine::Outcome) -> Option<Failure> {
+    let why = out.partial.clone()?;
+    Some(Failure { kind: kind_of(&why, out.ejected), what: why })
+}
+
+/// The failure kind a line of `check` or a report's `partial` names.
+pub fn kind_of(what: &str, ejected: bool) -> Kind {
+    if what.contains("runnable task stall") {
+        Kind::Stall
+    } else if what.contains("broken guarantee: starvation") {
+        Kind::Starvation
+    } else if what.contains("broken guarantee: affinity") {
+        Kind::Affinity
+    } else if ejected {
+        Kind::Error
+    } else {
+        Kind::Unfinished
+    }
+}
+
+/// The smallest workload found that still fails as `kind` does: greedy
+/// delta debugging over the initial tasks, then each program's steps, then
+/// the repeat counts, until nothing more can go or `budget` runs are spent.
+/// Programs no task runs any more are dropped.
+/// `stop` ends the search early with what it has.
+pub fn shrink(
+    machine: &Machine,
+    policy: &str,
+    w: &Workload,
+    seed: u64,
+    kind: &Kind,
+    budget: u32,
+    stop: &std::sync::atomic::AtomicBool,
+) -> (Workload, u32) {
+    let mut best = w.clone();
+    let mut runs = 0;
+    let budget = budget.max(1);
+    let fails = |cand: &Workload, runs: &mut u32| -> bool {
+        *runs += 1;
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            *runs = budget;
+            return false;
+        }
+        cand.validate().is_ok() && matches!(check(machine, policy, cand, seed), Ok(Some(f)) if f.kind == *kind)
+    };
+    loop {
+        let mut changed = false;
+        // Tasks: halves first, then one by one.
+        let mut chunk = best.initial.len() / 2;
+        while chunk >= 1 && runs < budget {
+            let mut i = 0;
+            while i < best.initial.len() && best.initial.len() > 1 && runs < budget {
+                let mut cand = best.clone();
+                let end = (i + chunk).min(cand.initial.len());
+                cand.initial.drain(i..end);
+                if !cand.initial.is_empty() && fails(&cand, &mut runs) {
+                    best = cand;
+                    changed = true;
+                } else {
+                    i += chunk;
+                }
+            }
+            chunk /= 2;
+        }
+        // Steps, one by one.
+        for p in 0..best.programs.len() {
+            let mut j = 0;
+            while j < best.programs[p].steps.len() && runs < budget {
+                let mut cand = best.clone();
+                cand.programs[p].steps.remove(j);
+                if fails(&cand, &mut runs) {
+                    best = cand;
+                    changed = true;
+                } else {
+                    j += 1;
+                }
+            }
+        }
+        // Repeat counts and work: halved while it still fails.
+        for p in 0..best.programs.len() {
+            for j in 0..best.programs[p].steps.len() {
+                loop {
+                    if runs >= budget {
+                        break;
+                    }
+                    let mut cand = best.clone();
+                    match &mut cand.programs[p].steps[j] {
+                        Step::Repeat(_, n) if *n > 1 => *n /= 2,
+                        Step::Compute(a) if a.mean >= 2.0 * crate::program::REF_CYCLES_PER_US => {
+                            a.mean = (a.mean / crate::program::REF_CYCLES_PER_US / 2.0).floor() * crate::program::REF_CYCLES_PER_US
+                        }
+                        _ => break,
+                    }
+                    if fails(&cand, &mut runs) {
+                        best = cand;
+                        changed = true;
+                    } else {
+                        break;
+                    }
+                }
+            }
+        }
+        if !changed || runs >= budget {
+            break;
+        }
+    }
+    (prune(&best), runs)
+}
+
+/// The workload without the programs no task runs, forks or repeats.
+fn prune(w: &Workload) -> Workload {
+    let np = w.programs.len();
+    let mut used = vec![false; np];
+    let mut todo: Vec<usize> = w.initial.iter().map(|(p, _, _)| *p as usize).collect();
+    while let Some(p) = todo.pop() {
+        if std::mem::replace(&mut used[p], true) {
+            continue;
+        }
+        for s in &w.programs[p].steps {
+            if let Step::Fork(q) | Step::Repeat(q, _) | Step::RepeatFor(q, _) = *s {
+                todo.push(q as usize);
+            }
+        }
+    }
+    let new_id: Vec<u32> = used.iter().scan(0u32, |n, &u| {
+        let id = *n;
+        *n += u as u32;
+        Some(id)
+    }).collect();
+    let mut out = w.clone();
+    out.programs = w.programs.iter().zip(&used).filter(|(_, u)| **u).map(|(p, _)| p.clone()).collect();
+    for p in &mut out.programs {
+        for s in &mut p.steps {
+            if let Step::Fork(q) | Step::Repeat(q, _) | Step::RepeatFor(q, _) = s {
+                *q = new_id[*q as usize];
+            }
+        }
+    }
+    for (p, _, _) in &mut out.initial {
+        *p = new_id[*p as usize];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_a_function_of_seed_and_index() {
+        let m = vec![("default".to_string(), 16), ("core2duo-e8400".to_string(), 2)];
+        let a = generate(7, 3, &m);
+        let b = generate(7, 3, &m);
+        assert_eq!(crate::wfile::to_toml(&a.workload).unwrap(), crate::wfile::to_toml(&b.workload).unwrap());
+        assert_eq!((a.machine, a.seed), (b.machine, b.seed));
+        let c = generate(7, 4, &m);
+        assert_ne!(crate::wfile::to_toml(&a.workload).unwrap(), crate::wfile::to_toml(&c.workload).unwrap());
+    }
+
+    #[test]
+    fn generated_workloads_are_written_and_read_back_unchanged() {
+        let m = vec![("default".to_string(), 16)];
+        for i in 0..50 {
+            let c = generate(1, i, &m);
+            c.workload.validate().unwrap();
+            let text = crate::wfile::to_toml(&c.workload).unwrap();
+            let back = crate::wfile::parse(&text, "x").unwrap();
+            assert_eq!(back.initial, c.workload.initial, "{text}");
+            for (a, b) in back.programs.iter().zip(&c.workload.programs) {
+                assert_eq!((&a.name, &a.steps), (&b.name, &b.steps), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn prune_drops_unused_programs_and_renumbers() {
+        let mut w = Workload::new("p");
+        let dead = w.add("dead", vec![Step::Exit]);
+        let child = w.add("child", vec![Step::Exit]);
+        let main = w.add("main", vec![Step::Fork(child), Step::WaitAll]);
+        w.initial.push((main, "main".into(), None));
+        let _ = dead;
+        let p = prune(&w);
+        assert_eq!(p.programs.len(), 2);
+        assert_eq!(p.programs[1].steps[0], Step::Fork(0));
+        assert_eq!(p.initial[0].0, 1);
+    }
+}
