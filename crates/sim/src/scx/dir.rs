@@ -72,6 +72,7 @@ pub fn build(dir: &Path) -> Result<(Vec<u8>, String, String), String> {
     // of the same sources finds one or the other whole.
     let work = cache.join(format!("{key}.{}", std::process::id()));
     let tc = Toolchain::from_text(TOOLCHAIN);
+    tc.check()?;
     let r = build_program::build(&tc, &units, &work).map_err(|e| one_line(&e));
     let so = match r {
         Ok(so) => so,
