@@ -10,7 +10,7 @@ BIN := target/release/warmcore
 PY := .venv/bin/python
 DEMO_OUT := out/demo
 
-.PHONY: all setup build test test-vm demo bench fuzz-short clean
+.PHONY: all setup build dist test test-vm demo bench fuzz-short clean
 
 all: build
 
@@ -30,6 +30,11 @@ build: setup
 	@# The scripts and tests run $(BIN): cargo must build into target/.
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
 
+# The wheels (the command, the Python package) and the Debian package, into
+# out/dist (scripts/dist.sh); make test installs and checks them.
+dist: build
+	@scripts/dist.sh
+
 # The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
 # make test runs this command in the background beside its other phases.
 TEST_VM := scripts/test-sched-vm.sh
@@ -46,7 +51,7 @@ test: export WARMCORE_SKIP_LOG := $(CURDIR)/$(SKIP_LOG)
 
 # The phases (scripts/test-phases.sh): the VM suite in the background, the
 # others one after another beside it; the failing phases are named at the end.
-test: build
+test: build dist
 	@mkdir -p $(dir $(SKIP_LOG)) && rm -f $(SKIP_LOG)
 	@status=0; CARGO=$(CARGO) scripts/test-phases.sh $(TEST_LOGS) '$(TEST_VM)' || status=$$?; \
 	 scripts/test-skipped.sh $(SKIP_LOG); exit $$status

@@ -13,6 +13,9 @@ APT_PACKAGES=(pkg-config linux-perf zstd python3-venv)
 APT_PACKAGES+=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev qemu-system-x86 busybox-static cpio)
 # Debian's Chromium and its WebDriver drive the viewer's browser tests.
 APT_PACKAGES+=(chromium chromium-driver)
+# make dist and its tests: the Debian package checked by lintian, its unit by
+# systemd-analyze, its man pages read with man.
+APT_PACKAGES+=(lintian systemd man-db groff-base)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -52,4 +55,10 @@ if [ ! -x .venv/bin/python ] || ! cmp -s python/requirements.txt .venv/.requirem
     .venv/bin/pip install -q --upgrade pip
     .venv/bin/pip install -q -r python/requirements.txt
     cp python/requirements.txt .venv/.requirements
+fi
+# The Python package was the distribution `warmcore` before the command's
+# wheel took that name (docs/packaging.md): an older editable install of it
+# would put its checkout's package first on sys.path.
+if compgen -G ".venv/lib/python3*/site-packages/warmcore.pth" >/dev/null; then
+    .venv/bin/python -m pip uninstall -q -y warmcore
 fi

@@ -76,13 +76,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def view_server(binary, trace, *extra, timeout=120):
-    """`warmcore view TRACE` on a free port: yields its URL once printed."""
+def view_server(binary, trace, *extra, timeout=120, env=None):
+    """`warmcore view TRACE` on a free port (in the environment `env`, else
+    this one's): yields its URL once printed."""
     import subprocess
 
     port = free_port()
     p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + timeout
         line = ""

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod dist;
 mod field;
 mod hunt;
 mod record;
@@ -17,7 +18,7 @@ mod view;
 mod vm;
 
 #[derive(Parser)]
-#[command(name = "warmcore", version, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
+#[command(name = "warmcore", version = warmcore_version::VERSION, about = "Frequency-aware task placement on Linux: trace, simulate, schedule")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -56,6 +57,11 @@ enum Cmd {
     Sched(sched::SchedArgs),
     /// Boot a kernel with sched_ext under QEMU and run a command inside.
     Vm(vm::VmArgs),
+    /// Print the completion script of a shell (bash, zsh, fish, ...).
+    Completions(dist::CompletionsArgs),
+    /// Write the man pages of every command into a directory (make dist).
+    #[command(hide = true)]
+    Manpages(dist::ManpagesArgs),
 }
 
 /// Commands that decide their own exit status (the scheduler, the VM).
@@ -167,6 +173,8 @@ fn main() {
         Cmd::Plot(a) => view::plot(a),
         Cmd::Sched(a) => sched::run(a).map(exit_with),
         Cmd::Vm(a) => vm::run(a).map(exit_with),
+        Cmd::Completions(a) => dist::completions(a),
+        Cmd::Manpages(a) => dist::manpages(a),
     };
     if let Err(e) = r {
         // One line: what is wrong and, where the error knows it, what to do.

@@ -67,18 +67,15 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     // The figures: the project's Python with matplotlib and the bindings.
     let py = match crate::view::python() {
         Ok(p) => p,
-        Err(_) => bail!(
-            "figures need `make build` (the project's Python environment .venv is missing); claims.json and report.md are in {}",
-            a.out.display()
-        ),
+        Err(e) => bail!("figures: {e}; claims.json and report.md are in {}", a.out.display()),
     };
-    let out = Command::new(&py).arg("-m").arg("warmcore.figures").arg(&a.out).output();
+    let out = Command::new(&py).args(crate::view::module_args("warmcore.figures")).arg(&a.out).output();
     match out {
         Ok(o) if o.status.success() => print!("{}", String::from_utf8_lossy(&o.stdout)),
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-            bail!("drawing the figures failed ({last}): run `make build` to set up .venv; claims.json and report.md are in {}", a.out.display());
+            bail!("drawing the figures failed: {last}; claims.json and report.md are in {}", a.out.display());
         }
         Err(e) => bail!("cannot run {}: {e}: run `make build` to set up .venv", py.display()),
     }

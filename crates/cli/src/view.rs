@@ -12,9 +12,12 @@ use clap::Args;
 use warmcore_args::ns as parse_ns;
 
 /// Where the project's Python is (the viewer's, the figures of `warmcore
-/// reproduce`): $WARMCORE_PYTHON, else `.venv/bin/python` in the project that
-/// holds this binary (target/release/warmcore), by the path it was started
-/// by, then by its resolved path, else in the current directory.
+/// reproduce`): $WARMCORE_PYTHON; else `.venv/bin/python` in the checkout
+/// that holds this binary (target/release/warmcore, `make build`), by the
+/// path it was started by, then by its resolved path, or in the current
+/// directory; else, installed from the wheel, the Python of the environment
+/// it was installed into (beside it in its bin/), or `python3` on PATH
+/// (`pip install --user`), if it has the warmcore package.
 pub(crate) fn python() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("WARMCORE_PYTHON") {
         let p = PathBuf::from(p);
@@ -23,20 +26,46 @@ pub(crate) fn python() -> Result<PathBuf> {
         }
         bail!("WARMCORE_PYTHON={} is not a file: point it at the Python of an environment with warmcore installed, or unset it", p.display());
     }
-    let mut tries = Vec::new();
     // The path it was started by first: when target/ is a link to a cargo
     // directory elsewhere, current_exe() is resolved into that directory.
     let invoked = std::env::args_os().next().map(PathBuf::from).filter(|p| p.components().count() > 1);
-    for exe in invoked.into_iter().chain(std::env::current_exe().ok()) {
+    let exes: Vec<PathBuf> = invoked.into_iter().chain(std::env::current_exe().ok()).collect();
+    let mut checkout = Vec::new();
+    for exe in &exes {
         for dir in exe.ancestors().skip(1).take(4) {
-            tries.push(dir.join(".venv/bin/python"));
+            checkout.push(dir.join(".venv/bin/python"));
         }
     }
-    tries.push(PathBuf::from(".venv/bin/python"));
-    tries
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| anyhow::anyhow!("the project's Python environment (.venv) is missing: run `make build`"))
+    checkout.push(PathBuf::from(".venv/bin/python"));
+    if let Some(p) = checkout.into_iter().find(|p| p.is_file()) {
+        return Ok(p);
+    }
+    let mut installed: Vec<PathBuf> =
+        exes.iter().filter_map(|e| e.parent()).flat_map(|d| [d.join("python3"), d.join("python")]).filter(|p| p.is_file()).collect();
+    installed.push(PathBuf::from("python3"));
+    installed.into_iter().find(|p| has_warmcore(p)).ok_or_else(|| {
+        anyhow::anyhow!(
+            "this needs warmcore's Python package, which is not installed beside this binary: `pip install 'warmcore[viewer]'` (Debian's package holds the server side only; in a checkout, `make build`)"
+        )
+    })
+}
+
+/// Whether `python` runs and can import warmcore (the launcher of its
+/// commands, warmcore.run), without importing it.
+fn has_warmcore(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", "import importlib.util as u, sys; sys.exit(u.find_spec('warmcore.run') is None)"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The arguments that run one of the Python package's commands (MODULE's
+/// `__main__`) through its launcher, which turns a missing package of the
+/// viewer's extra into one line saying which `pip install` brings it.
+pub(crate) fn module_args(module: &str) -> [&str; 3] {
+    ["-m", "warmcore.run", module]
 }
 
 #[derive(Args)]
@@ -105,7 +134,7 @@ struct SweepPlotArgs {
 pub(crate) fn run_python(module: &str, args: Vec<String>) -> Result<()> {
     let py = python()?;
     let mut cmd = Command::new(&py);
-    cmd.arg("-m").arg(module).args(&args);
+    cmd.args(module_args(module)).args(&args);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;

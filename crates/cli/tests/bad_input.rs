@@ -217,4 +217,16 @@ fn bad_bpf_directories_are_refused_in_one_line() {
     std::fs::write(prog.join("main.bpf.c"), c.replace("slice_ns, enq_flags", "slice_nanos, enq_flags")).unwrap();
     refused(d, &["sim", "--workload", "configure", "--policy", &spec], "main.bpf.c:6:40: error: use of undeclared identifier 'slice_nanos'");
     refused(d, &["sim", "--workload", "configure", "--policy", &format!("bpf:{}", d.join("none").display())], "recipe.toml");
+    // Installed where the compiler is not (a wheel, the Debian package): a
+    // program not yet built says what it needs, in one line.
+    std::fs::write(prog.join("main.bpf.c"), c.replace("slice_ns, enq_flags", "slice_ns / 2, enq_flags")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+        .current_dir(d)
+        .env("PATH", d.join("no-bin"))
+        .args(["sim", "--workload", "configure", "--policy", &spec])
+        .output()
+        .unwrap();
+    let e = err(&o);
+    assert!(!o.status.success() && e.trim_end().lines().count() == 1, "{e}");
+    assert!(e.contains("which is not installed") && e.contains("apt install clang-19"), "{e}");
 }

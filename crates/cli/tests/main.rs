@@ -9,6 +9,8 @@
 mod bad_input;
 #[path = "cli.rs"]
 mod cli;
+#[path = "dist.rs"]
+mod dist;
 #[path = "hunt.rs"]
 mod hunt;
 #[path = "outputs.rs"]

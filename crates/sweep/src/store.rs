@@ -24,12 +24,18 @@ use warmcore_trace::output::Output;
 
 use crate::spec::{Kind, Plan, Run};
 
-/// What the key and the rows say the results came from.
-pub const VERSION: &str = concat!("warmcore ", env!("CARGO_PKG_VERSION"));
+/// What the key and the rows say the results came from: the version and
+/// the commit, so that a simulator rebuilt from another commit runs again.
+pub const VERSION: &str = warmcore_version::VERSION;
 
 /// A run's key: a hash of everything that decides its result, and of the
 /// version that ran it.
 pub fn run_key(run: &Run, plan: &Plan) -> String {
+    key_for(run, plan, VERSION)
+}
+
+/// The key of `run` as the simulator of `version` would run it.
+pub fn key_for(run: &Run, plan: &Plan, version: &str) -> String {
     let cfg = serde_json::json!({
         "machine": run.machine,
         "workload": run.workload,
@@ -38,7 +44,7 @@ pub fn run_key(run: &Run, plan: &Plan) -> String {
         "seed": run.seed,
         "max_sim_ns": plan.limits.max_sim_ns,
         "max_events": plan.limits.max_events,
-        "version": VERSION,
+        "version": version,
     });
     format!("{:032x}", XxHash3_128::oneshot(cfg.to_string().as_bytes()))
 }

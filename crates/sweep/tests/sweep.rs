@@ -119,6 +119,17 @@ fn the_metrics_a_spec_may_name_are_the_reports_fields() {
     assert_eq!(store::metric(&report, "metric.nope"), None);
 }
 
+#[test]
+fn a_run_key_names_the_version_and_the_commit_that_ran_it() {
+    let p = plan();
+    let r = &p.runs[0];
+    // A simulator rebuilt from another commit runs again what an older one ran.
+    assert_ne!(store::key_for(r, &p, "0.1.0 (aaaaaaaaaaaa)"), store::key_for(r, &p, "0.1.0 (bbbbbbbbbbbb)"));
+    assert_eq!(store::run_key(r, &p), store::key_for(r, &p, store::VERSION));
+    assert!(store::VERSION.contains(&format!("({})", warmcore_version::COMMIT)), "{}", store::VERSION);
+    assert_ne!(warmcore_version::COMMIT, "unknown", "built in a checkout, the version names its commit");
+}
+
 fn local() -> Engine {
     Engine::Local { jobs: 2 }
 }

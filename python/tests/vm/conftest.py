@@ -15,6 +15,7 @@ WIDE_CPUS sets the CPUs of the wide boot (72)."""
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import tomllib
@@ -22,6 +23,7 @@ import tomllib
 import pytest
 
 from conftest import BIN, ROOT, require
+import unit_file
 
 GUEST = pathlib.Path(__file__).resolve().parent / "guest"
 KEPT = ROOT / "out" / "test-vm"
@@ -95,6 +97,16 @@ class Guest:
         return str(self.path)
 
 
+def service():
+    """The Debian package's service as the guest runs it (guest/topo.sh):
+    SERVICE, the command its unit starts with the defaults file's options,
+    and SERVICE_SIGNAL, the signal that stops it."""
+    unit = unit_file.UNIT.read_text()
+    argv = unit_file.command(unit, unit_file.DEFAULTS.read_text())
+    sig = unit_file.settings(unit)[("Service", "KillSignal")].removeprefix("SIG")
+    return f"SERVICE={shlex.quote(shlex.join(argv))}\nSERVICE_SIGNAL={sig}\n"
+
+
 def boot(name, config):
     saved = os.environ.get("WARMCORE_VM_OUTPUT")
     if saved:
@@ -107,7 +119,7 @@ def boot(name, config):
     require("vm", None if shutil.which("qemu-system-x86_64") else "no qemu-system-x86_64")
     secs = os.environ.get("WC_TEST_SECS", "30")
     script = (GUEST / "lib.sh").read_text() + f"SECS={secs}\nPEERS='{' '.join(PEERS)}'\n" \
-        + (GUEST / f"{name}.sh").read_text()
+        + service() + (GUEST / f"{name}.sh").read_text()
     KEPT.mkdir(parents=True, exist_ok=True)
     path, errpath = KEPT / f"{name}.log", KEPT / f"{name}.err"
     tr, cm = config.pluginmanager.get_plugin("terminalreporter"), config.pluginmanager.get_plugin("capturemanager")

@@ -54,6 +54,22 @@ impl Toolchain {
         s
     }
 
+    /// Whether what a build at run time needs is here: the compiler, and
+    /// the headers of the build this binary came from. An installed binary
+    /// (a wheel, the Debian package) may lack both.
+    pub fn check(&self) -> Result<(), String> {
+        if Command::new(&self.clang).arg("--version").output().is_err() {
+            return Err(format!("bpf:DIR compiles its program with {}, which is not installed: install it (Debian: apt install clang-19 llvm-19)", self.clang));
+        }
+        if !self.host_c.is_file() {
+            return Err(format!(
+                "bpf:DIR builds against the sources of the checkout this binary was built in ({} is missing): run it with a checkout's build (make build)",
+                self.host_c.display()
+            ));
+        }
+        Ok(())
+    }
+
     pub fn from_text(text: &str) -> Toolchain {
         let mut lines = text.lines();
         let clang = lines.next().unwrap_or("clang").to_string();

@@ -75,6 +75,7 @@ pub fn build(dir: &Path) -> Result<(Vec<u8>, String, String), String> {
     let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let work = cache.join(format!("{key}.{}.{n}", std::process::id()));
     let tc = Toolchain::from_text(TOOLCHAIN);
+    tc.check()?;
     let r = build_program::build(&tc, &units, &work).map_err(|e| one_line(&e));
     let so = match r {
         Ok(so) => so,
