@@ -49,7 +49,7 @@ for i in "${!runs[@]}"; do
     done
 done
 python3 - "$work" "$rounds" "${runs[@]}" <<'PY'
-import json, sys
+import json, statistics, sys
 work, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def rng(xs, f="%.2f"):
     return (f + "-" + f) % (min(xs), max(xs))
@@ -67,8 +67,8 @@ for i, run in enumerate(runs):
     cpu_ratio = [b / max(a, 0.01) for a, b in zip(cpu["after"], cpu["before"])]
     print(f"{run}\n  before {rng(sps['before'])} simulated s per wall s, {rng(eps['before'])} M events/s"
           f"\n  after  {rng(sps['after'])} simulated s per wall s, {rng(eps['after'])} M events/s"
-          f"\n  speed after/before, round by round: wall {rng(ratio)} (median {sorted(ratio)[len(ratio) // 2]:.2f}),"
-          f" CPU time {rng(cpu_ratio)} (median {sorted(cpu_ratio)[len(cpu_ratio) // 2]:.2f})"
+          f"\n  speed after/before, round by round: wall {rng(ratio)} (median {statistics.median(ratio):.2f}),"
+          f" CPU time {rng(cpu_ratio)} (median {statistics.median(cpu_ratio):.2f})"
           f"{'' if same else '  SIMULATED DIFFERENT EVENTS'}")
 PY
 if [ -n "${QUICK:-}" ]; then
