@@ -3,7 +3,7 @@
 # make bench: every benchmark, figures printed beside a baseline of the same
 # run. BENCHMARKS.md records the figures with these commands. With
 # BEFORE=path/to/an/older/warmcore, the simulator runs also run with that
-# build, side by side (scripts/bench-compare.sh).
+# build, side by side (scripts/bench-compare.sh, scripts/bench-speed.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=target/release/warmcore
@@ -40,6 +40,9 @@ sim --machine xeon-e7-8870v4 --workload periodic:tasks=1000,run_us=100,sleep_us=
 if [ -n "${BEFORE:-}" ]; then
     echo "== the simulator, this build beside BEFORE=$BEFORE (wall-time ratio target: <= 1.2)"
     scripts/bench-compare.sh "$BEFORE" "$BIN"
+    echo "== the simulator's speed beside BEFORE=$BEFORE (issue 34: the storm >= 2.0 simulated s per wall s"
+    echo "   under cfs, >= 1.0 under scx:default; configure, kbuild, hackbench >= 1.5x; reproduce --quick <= 2/3)"
+    QUICK=1 scripts/bench-speed.sh "$BEFORE" "$BIN"
 fi
 
 echo "== the sched_ext program in the simulator (scx:NAME) beside the simulator's own models, one run each, side by side"

@@ -36,7 +36,6 @@
 //! does not weigh its own cost against the expected idle time.
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
 
 use warmcore_trace::ids;
 
@@ -147,9 +146,90 @@ impl Avg {
     }
 }
 
+/// A run queue's waiting tasks in (key, task) order: a sorted vector, which
+/// for the few tasks a CPU's queue holds costs a fraction of a B-tree's
+/// insertion and removal (and allocates only when it grows past its
+/// largest size so far).
+#[derive(Clone, Debug, Default)]
+struct Queue(Vec<(u64, Tid)>);
+
+impl Queue {
+    fn insert(&mut self, e: (u64, Tid)) {
+        if let Err(i) = self.0.binary_search(&e) {
+            self.0.insert(i, e);
+        }
+    }
+    fn remove(&mut self, e: &(u64, Tid)) -> bool {
+        match self.0.binary_search(e) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+    fn first(&self) -> Option<&(u64, Tid)> {
+        self.0.first()
+    }
+    fn last(&self) -> Option<&(u64, Tid)> {
+        self.0.last()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn iter(&self) -> std::slice::Iter<'_, (u64, Tid)> {
+        self.0.iter()
+    }
+}
+
+/// A set of CPUs, one bit each: testing and setting a CPU's membership at
+/// every queue change costs no search.
+#[derive(Clone, Debug)]
+struct CpuSet {
+    bits: Vec<u64>,
+    len: u32,
+}
+
+impl CpuSet {
+    fn new(nr_cpus: u32) -> CpuSet {
+        CpuSet { bits: vec![0; nr_cpus.div_ceil(64) as usize], len: 0 }
+    }
+    fn set(&mut self, c: u32, member: bool) {
+        let (w, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        if (self.bits[w] & bit != 0) != member {
+            self.bits[w] ^= bit;
+            if member {
+                self.len += 1;
+            } else {
+                self.len -= 1;
+            }
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The members in increasing order.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.bits.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let b = rest.trailing_zeros();
+                rest &= rest - 1;
+                Some(w as u32 * 64 + b)
+            })
+        })
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    queue: BTreeSet<(u64, Tid)>,
+    queue: Queue,
     min_vr: u64,
     curr: Option<Tid>,
     /// Recent load: average of runnable tasks (includes the decaying load of
@@ -223,7 +303,7 @@ pub struct Cfs {
     rq: Vec<Rq>,
     td: Vec<TaskData>,
     /// CPUs whose queue holds waiting tasks.
-    waiting: BTreeSet<u32>,
+    waiting: CpuSet,
     /// Per die: a fully idle core may exist (sd_llc_shared->has_idle_cores).
     has_idle_cores: Vec<bool>,
     /// Per die, its CPUs in id order, and each CPU's position in its die.
@@ -299,7 +379,7 @@ impl Cfs {
             numa_groups: m.die_cpus.clone(),
             rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), v0: eevdf::V_START, ..Rq::default() }; n],
             td: Vec::new(),
-            waiting: BTreeSet::new(),
+            waiting: CpuSet::new(m.nr_cpus),
             has_idle_cores: vec![true; m.die_cpus.len()],
             llc_pos,
             nohz_next: 0,
@@ -357,11 +437,8 @@ impl Cfs {
     }
 
     fn set_waiting(&mut self, c: u32) {
-        if self.rq[c as usize].queue.is_empty() {
-            self.waiting.remove(&c);
-        } else {
-            self.waiting.insert(c);
-        }
+        let member = !self.rq[c as usize].queue.is_empty();
+        self.waiting.set(c, member);
     }
 
     /// The key of `t` in its queue: vruntime under 5.9, the virtual
@@ -1113,7 +1190,7 @@ impl Policy for Cfs {
                     // this one is this level. Without any, the level's
                     // statistics would be computed for nothing.
                     let m = &sim.machine;
-                    if !self.waiting.iter().any(|&c| c != cpu && Self::lowest_shared_level(m, cpu, c) == level) {
+                    if !self.waiting.iter().any(|c| c != cpu && Self::lowest_shared_level(m, cpu, c) == level) {
                         continue;
                     }
                     pulled = self.load_balance(sim, cpu, level, true);

@@ -103,6 +103,9 @@ impl Sim {
         self.account_socket(socket, self.now);
         let st = &mut self.cores[core as usize];
         let rates_change = st.running != running;
+        // The socket's power reads its cores' busy flags and frequencies and
+        // an idle core's state: when none of them moves, it stays as it is.
+        let power_changes = st.busy != busy || (!busy && st.idle_state != shallowest);
         st.running = running;
         st.idle_state = shallowest;
         if rates_change {
@@ -129,7 +132,9 @@ impl Sim {
             }
             self.dvfs_kick(core);
         }
-        self.refresh_socket_power(socket);
+        if power_changes {
+            self.refresh_socket_power(socket);
+        }
     }
 }
 

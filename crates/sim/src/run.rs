@@ -103,11 +103,30 @@ pub struct RunReport {
 struct StatsSink {
     writer: Option<(Writer<File>, Output)>,
     analyzer: Analyzer,
+    /// Events not yet analysed: the analyzer takes them in batches, in the
+    /// same order, so that its code and the engine's do not evict each
+    /// other from the caches at every event.
+    pending: Vec<CpuEvent>,
+}
+
+/// Events the analyzer takes at once.
+const BATCH: usize = 1024;
+
+impl StatsSink {
+    fn analyse_pending(&mut self) {
+        for e in &self.pending {
+            self.analyzer.push(e);
+        }
+        self.pending.clear();
+    }
 }
 
 impl Sink for StatsSink {
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.analyzer.push(&CpuEvent { cpu, ev });
+        self.pending.push(CpuEvent { cpu, ev });
+        if self.pending.len() == BATCH {
+            self.analyse_pending();
+        }
         if let Some((w, _)) = &mut self.writer {
             w.push(cpu, ev).map_err(|e| e.to_string())?;
         }
@@ -123,6 +142,7 @@ impl Sink for StatsSink {
         }
     }
     fn finish(mut self: Box<Self>, _end: u64) -> Result<serde_json::Value, String> {
+        self.analyse_pending();
         if let Some((w, out)) = self.writer.take() {
             w.finish().and_then(|_| out.commit()).map_err(|e| e.to_string())?;
         }
@@ -220,7 +240,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, SimError> {
         None => None,
     };
     let sink: Box<dyn Sink> =
-        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header) });
+        Box::new(StatsSink { writer, analyzer: Analyzer::new(&header), pending: Vec::with_capacity(BATCH) });
     let mname = machine.spec.name.clone();
     let mut engine = Engine::new(machine, governor, policy, workload, cfg.seed, sink)?;
     let out = engine.run(cfg.limits)?;

@@ -184,7 +184,7 @@ impl ScxPolicy {
             pid_tid: BTreeMap::new(),
             local: vec![VecDeque::new(); n],
             global: Dsq::default(),
-            user: BTreeMap::new(),
+            user: UserDsqs::default(),
             dispatched: 0,
             idle_cpu: Box::new([0; abi::MASK_WORDS]),
             none_mask: Box::new([0; abi::MASK_WORDS]),

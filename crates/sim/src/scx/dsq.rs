@@ -41,3 +41,44 @@ impl Dsq {
         self.by_vtime.remove(&key)
     }
 }
+
+/// The program's own DSQs by id. Ids below `DIRECT` (the per-CPU and
+/// per-core queues of warmcore's programs, looked up at every placement and
+/// tick) are indexed directly; the others are kept in a map.
+#[derive(Default)]
+pub(super) struct UserDsqs {
+    direct: Vec<Option<Dsq>>,
+    other: BTreeMap<u64, Dsq>,
+}
+
+const DIRECT: u64 = 4096;
+
+impl UserDsqs {
+    pub(super) fn get(&self, id: &u64) -> Option<&Dsq> {
+        if *id < DIRECT {
+            self.direct.get(*id as usize)?.as_ref()
+        } else {
+            self.other.get(id)
+        }
+    }
+    pub(super) fn get_mut(&mut self, id: &u64) -> Option<&mut Dsq> {
+        if *id < DIRECT {
+            self.direct.get_mut(*id as usize)?.as_mut()
+        } else {
+            self.other.get_mut(id)
+        }
+    }
+    pub(super) fn contains_key(&self, id: &u64) -> bool {
+        self.get(id).is_some()
+    }
+    pub(super) fn insert(&mut self, id: u64, q: Dsq) {
+        if id < DIRECT {
+            if self.direct.len() <= id as usize {
+                self.direct.resize_with(id as usize + 1, || None);
+            }
+            self.direct[id as usize] = Some(q);
+        } else {
+            self.other.insert(id, q);
+        }
+    }
+}

@@ -95,7 +95,7 @@ pub(super) struct Kernel {
     pub(super) pid_tid: BTreeMap<i32, Tid>,
     pub(super) local: Vec<VecDeque<Tid>>,
     pub(super) global: Dsq,
-    pub(super) user: BTreeMap<u64, Dsq>,
+    pub(super) user: UserDsqs,
     /// Moves made by the current ops.dispatch call.
     pub(super) dispatched: u32,
     pub(super) idle_cpu: Box<[u64; abi::MASK_WORDS]>,
@@ -236,11 +236,13 @@ impl Kernel {
         let n = self.nr_cpus;
         let words = n.div_ceil(64) as usize;
         let here = self.cpu as usize;
-        let start = (self.cursor[here] + 1) % n;
+        // The cursor is a CPU: wrapping needs no division (a quarter of
+        // this search's time with `%` in the storm under scx:default).
+        let start = if self.cursor[here] + 1 < n { self.cursor[here] + 1 } else { 0 };
         // From `start` to the end, then from 0 to `start`.
         let (w0, b0) = (start as usize / 64, start % 64);
         for i in 0..=words {
-            let w = (w0 + i) % words;
+            let w = if w0 + i < words { w0 + i } else { w0 + i - words };
             self.scans += 1;
             let mut bits = a[w] & b[w];
             if i == 0 {
