@@ -7,7 +7,8 @@
 use std::collections::VecDeque;
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
-use warmcore_sim::policy::{make_policy, Enq, Policy, Wake};
+use warmcore_sim::make_policy;
+use warmcore_sim::policy::{Enq, Policy, Wake};
 use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::{Governor, Machine, Sim, Tid};
 use warmcore_trace::{ids, Event};
