@@ -143,7 +143,8 @@ fn band() -> Option<Band> {
         unknown: MKL_ITEM,
         measure_name: "S_local against CFS on mkl-dnn, %",
         paper: (MKL_SLOCAL_PCT, MKL_SLOCAL_PCT),
-        missing: "",
+        missing: "what spread the threads S_local stacks at each barrier sooner in the paper than the model's balancing \
+                  does (the paper credits daemons that wake and block, which the model runs: the note above); not identified",
         cells: |s| {
             let [(_, mkl), ..] = workloads(s);
             vec![mkl.clone(), mkl.with_policy("slocal")]
