@@ -75,6 +75,13 @@ sed -n '/^## Who wins where/,$p' "$field_out/field.md"
 
 echo "== the cross-host agreement check: two small workloads under the same schedulers in the VM and in the simulator, their placement decisions side by side (docs/agreement.md)"
 scripts/bench-agree.sh
+echo "== the claims' bands: each claim not reproduced across its unknown's range (warmcore reproduce --quick --bands); docs/model.md keeps the table"
+bands_out=out/bench/bands
+mkdir -p "$bands_out"
+"$BIN" reproduce --quick --bands --jobs 2 --out "$bands_out" | grep -E "band:|claims reproduced" || true
+sed -n '/^## Bands/,$p' "$bands_out/report.md"
+echo "== Haiku's power saving against low latency on light periodic tasks (workloads/sweeps/haiku-power.toml; docs/model.md)"
+"$BIN" sweep workloads/sweeps/haiku-power.toml --out "$work/haiku-power" --jobs 2 --force | tail -4
 
 if [ "$(id -u)" = 0 ] && command -v perf >/dev/null; then
     echo "== tracer overhead: untraced vs warmcore record vs perf sched record"

@@ -34,6 +34,16 @@ pub struct ReproduceArgs {
     /// must see --out, where some runs write their traces).
     #[arg(long, value_name = "auto|ADDRESS")]
     pub ray: Option<String>,
+    /// Also run each claim not reproduced across the plausible range of the
+    /// unknown it hangs on (declared in its module with the range's source):
+    /// a sweep per claim in OUT/bands/ (resumed if run again), three seeds a
+    /// point, at the sizes of this run (--quick's or the full ones). report.md
+    /// and claims.json (a `band` field) then say whether the paper's figure
+    /// lies inside the band: "consistent under a stated assumption" (at which
+    /// value) or "outside the model's range". Tens of minutes on two CPUs
+    /// with --quick.
+    #[arg(long)]
+    pub bands: bool,
 }
 
 fn parse_only(s: &str) -> Result<Vec<u32>> {
@@ -50,7 +60,7 @@ fn parse_only(s: &str) -> Result<Vec<u32>> {
 pub fn run(a: ReproduceArgs) -> Result<()> {
     let only = a.only.as_deref().map(parse_only).transpose()?;
     let engine = crate::sweep::engine(a.ray.as_deref(), a.jobs, None)?;
-    let opts = Options { quick: a.quick, only, out: a.out.clone(), engine };
+    let opts = Options { quick: a.quick, only, out: a.out.clone(), engine, bands: a.bands };
     let w = reproduce(&opts).map_err(|e| match e {
         ReproduceError::Options(m) => anyhow::Error::new(warmcore_args::UsageError(m)),
         ReproduceError::Work(m) => anyhow::Error::msg(m),
@@ -58,6 +68,9 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {
         println!("claim {} {}: {}", c.id, c.grade.label(), c.sim_value);
+        if let Some(b) = &c.band {
+            println!("claim {} band: {}", c.id, warmcore_reproduce::band_line(b));
+        }
     }
     println!(
         "{yes} of {} claims reproduced; report in {}",

@@ -27,7 +27,9 @@ use serde::Serialize;
 use warmcore_sim::{Limits, Machine, RunReport};
 pub use warmcore_sweep::{Engine, Job};
 
+pub mod bands;
 mod claims;
+pub use bands::{Band, BandResult, Param, Unknown, Verdict};
 pub use claims::{all_claims, Setup};
 pub mod real;
 
@@ -150,6 +152,9 @@ pub struct Claim {
     pub needs: Vec<String>,
     pub runs: Vec<RunSpec>,
     pub check: fn(&Results, &Setup) -> Result<Outcome, String>,
+    /// The unknown the claim hangs on, where it is not reproduced, and how
+    /// `--bands` runs it across its range.
+    pub band: Option<Band>,
 }
 
 impl Claim {
@@ -332,6 +337,8 @@ pub struct Options {
     pub out: PathBuf,
     /// Where the runs run (`Engine::Local { jobs: 0 }`: a thread per CPU).
     pub engine: Engine,
+    /// Run each claim not reproduced across the range of its unknown.
+    pub bands: bool,
 }
 
 /// Claims left out, with the reason.
@@ -410,7 +417,7 @@ pub fn trace_name(i: usize, s: &RunSpec) -> String {
 /// The workload of a cell as a run takes it: a replayed trace named by a
 /// relative path (the real workloads' traces/real-NAME.wct) is in the output
 /// directory, whatever the directory of the process that runs it.
-fn job_workload(w: &str, out: &Path) -> String {
+pub(crate) fn job_workload(w: &str, out: &Path) -> String {
     match w.strip_prefix("replay:trace=") {
         Some(p) if Path::new(p).is_relative() => {
             let p = out.join(p);
@@ -496,6 +503,9 @@ pub struct ClaimResult {
     /// True for the grade "reproduced" only.
     pub reproduced: bool,
     pub note: String,
+    /// With `--bands`: the claim across its unknown's range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<BandResult>,
 }
 
 #[derive(Serialize)]
@@ -545,7 +555,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn write_file(path: &Path, s: &str) -> Result<(), String> {
+pub(crate) fn write_file(path: &Path, s: &str) -> Result<(), String> {
     warmcore_trace::output::write(path, &[], s.as_bytes()).map_err(|e| format!("cannot write {e}"))
 }
 
@@ -629,9 +639,14 @@ pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
                 grade: o.grade,
                 reproduced: o.reproduced,
                 note: o.note,
+                band: None,
             }
         })
         .collect();
+    let mut claim_results = claim_results;
+    if opts.bands {
+        run_bands(&claims, &mut claim_results, &setup, opts)?;
+    }
     write_file(&opts.out.join("claims.json"), &json(&claim_results))?;
     let figures = figure_plan(&results);
     write_file(&opts.out.join("figures.json"), &json(&figures))?;
@@ -643,6 +658,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
         None
     };
     let mut md = report_md(opts, &claims, &claim_results, &skipped, &results, &figures, wall);
+    md.push_str(&bands_md(&claim_results));
     md.push_str(&real.unwrap_or_else(|| {
         "\n## Real workloads\n\nNot run: `--only` selects claims; a reproduction without it replays the project's \
          perf recordings.\n"
@@ -650,6 +666,116 @@ pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
     }));
     write_file(&opts.out.join("report.md"), &md)?;
     Ok(Written { claims: claim_results, failed_runs })
+}
+
+/// The bands of the claims not reproduced that declare an unknown, one
+/// sweep each, into their results. Ctrl-C stops the one under way and
+/// skips the rest; what finished is kept.
+fn run_bands(claims: &[Claim], res: &mut [ClaimResult], s: &Setup, opts: &Options) -> Result<(), String> {
+    let todo: Vec<(&Claim, &mut ClaimResult)> =
+        claims.iter().zip(res.iter_mut()).filter(|(c, r)| c.band.is_some() && r.grade != Grade::Reproduced).collect();
+    eprintln!("bands: {} claim(s) not reproduced with an unknown declared", todo.len());
+    let stop = AtomicBool::new(false);
+    for (c, r) in todo {
+        if let Some(b) = &c.band {
+            let band = bands::run_band(c.id, b, s, &opts.out, &opts.engine, &stop)?;
+            eprintln!("bands: claim {}: {}", c.id, band_line(&band));
+            r.band = Some(band);
+        }
+    }
+    Ok(())
+}
+
+fn num(x: f64) -> String {
+    if x.abs() >= 100.0 || x == x.round() {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A band in one line: the band, the paper's figure and the verdict.
+pub fn band_line(b: &BandResult) -> String {
+    let paper = if b.paper[0] == b.paper[1] { num(b.paper[0]) } else { format!("{} to {}", num(b.paper[0]), num(b.paper[1])) };
+    let whole = b.band.map_or("none".into(), |[lo, hi]| format!("{} to {}", num(lo), num(hi)));
+    let end = |x: Option<f64>| x.map_or("-".into(), num);
+    let mut s = format!(
+        "{} from {} to {} {}: {} {} at the ends, band {}; paper {}: {}",
+        b.unknown,
+        num(b.range[0]),
+        num(b.range[1]),
+        b.unit,
+        end(b.at_ends[0]),
+        end(b.at_ends[1]),
+        whole,
+        paper,
+        b.verdict.label()
+    );
+    if let Some(v) = b.at_value {
+        s.push_str(&format!(" (at {} {})", num(v), b.unit));
+    }
+    if let Some(m) = &b.missing {
+        s.push_str(&format!("; missing: {m}"));
+    }
+    s
+}
+
+/// report.md's section of the bands.
+pub fn bands_md(res: &[ClaimResult]) -> String {
+    let with: Vec<(&ClaimResult, &BandResult)> = res.iter().filter_map(|r| r.band.as_ref().map(|b| (r, b))).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## Bands\n\nEach claim not reproduced, run across the plausible range of the unknown it hangs on (its source \
+         beside it; the range is never fitted to the paper's figure), three seeds a point. *consistent under a stated \
+         assumption*: the paper's figure lies inside the band of simulated values, at the value of the unknown given; \
+         *outside the model's range*: no value in the range gives it.\n\n\
+         | claim | unknown | parameter | range | model | measure | at the range's ends | band | paper | verdict |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (r, b) in &with {
+        let end = |x: Option<f64>| x.map_or("-".into(), num);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} to {} {} | {} | {} | {}, {} | {} | {} | {}{} |",
+            r.id,
+            md_cell(&b.unknown),
+            md_cell(&b.parameter),
+            num(b.range[0]),
+            num(b.range[1]),
+            b.unit,
+            num(b.model_value),
+            md_cell(&b.measure),
+            end(b.at_ends[0]),
+            end(b.at_ends[1]),
+            b.band.map_or("-".into(), |[lo, hi]| format!("{} to {}", num(lo), num(hi))),
+            if b.paper[0] == b.paper[1] { num(b.paper[0]) } else { format!("{} to {}", num(b.paper[0]), num(b.paper[1])) },
+            b.verdict.label(),
+            b.at_value.map_or(String::new(), |v| format!(" (at {} {})", num(v), b.unit)),
+        );
+    }
+    for (r, b) in &with {
+        let pts: Vec<String> = b
+            .points
+            .iter()
+            .map(|p| match (p.sim, &p.error) {
+                (Some(x), _) => format!("{} {}: {}", num(p.value), b.unit, num(x)),
+                (None, e) => format!("{} {}: failed ({})", num(p.value), b.unit, e.as_deref().unwrap_or("")),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nClaim {}: {}. Source of the range: {} Points: {}.{} Runs: {}/results.parquet.",
+            r.id,
+            b.unknown,
+            b.source,
+            pts.join("; "),
+            b.missing.as_ref().map_or(String::new(), |m| format!(" Missing from the model: {m}.")),
+            b.sweep
+        );
+    }
+    s
 }
 
 /// DIR/real-workloads.json.
@@ -809,7 +935,12 @@ fn report_md(
     wall: f64,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# warmcore reproduce{}\n", if opts.quick { " --quick" } else { "" });
+    let _ = writeln!(
+        s,
+        "# warmcore reproduce{}{}\n",
+        if opts.quick { " --quick" } else { "" },
+        if opts.bands { " --bands" } else { "" }
+    );
     let _ = writeln!(s, "{GRADING}\n");
     let count = |g: Grade| res.iter().filter(|r| r.grade == g).count();
     let _ = writeln!(

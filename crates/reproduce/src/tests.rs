@@ -778,3 +778,100 @@ fn nest_lowers_the_replayed_configures_underload() {
     }
     assert!(md.contains("traces/real-configure.wct") && md.contains("perf-make-j2.txt.zst"), "{md}");
 }
+
+/// An unknown over 1, 2 and 4, for the bands' tests.
+const U: Unknown = Unknown {
+    name: "a work item",
+    param: Param::Workload { workload: "mkl-dnn", key: "item_us" },
+    unit: "us",
+    model: 2.0,
+    points: &[1.0, 2.0, 4.0],
+    source: "none",
+};
+
+fn points(sims: &[Option<f64>]) -> Vec<bands::Point> {
+    U.points.iter().zip(sims).map(|(&value, &sim)| bands::Point { value, sim, error: None }).collect()
+}
+
+#[test]
+fn a_paper_figure_inside_the_band_is_consistent_at_the_value_where_the_band_meets_it() {
+    let b = bands::judge(&U, "loss, %", (-80.0, -80.0), "a mechanism", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "d".into());
+    assert_eq!(b.verdict, Verdict::Consistent);
+    assert_eq!(b.band, Some([-200.0, -20.0]));
+    assert_eq!(b.at_ends, [Some(-200.0), Some(-20.0)]);
+    // -80 lies a quarter of the way from -100 (at 2) to -20 (at 4).
+    assert!((b.at_value.unwrap() - 2.5).abs() < 1e-9, "{:?}", b.at_value);
+    assert_eq!(b.missing, None);
+    // A paper range that only overlaps the band is consistent too, at a
+    // value inside both.
+    let b = bands::judge(&U, "gain, %", (10.0, 37.0), "", points(&[Some(0.0), Some(5.0), Some(12.0)]), "d".into());
+    assert_eq!(b.verdict, Verdict::Consistent);
+    assert!(b.at_value.unwrap() > 2.0 && b.at_value.unwrap() <= 4.0, "{:?}", b.at_value);
+}
+
+#[test]
+fn a_paper_figure_outside_the_band_names_the_missing_mechanism() {
+    let b = bands::judge(&U, "loss, %", (-24.7, -24.7), "pipes", points(&[Some(0.0), None, Some(1.0)]), "d".into());
+    assert_eq!(b.verdict, Verdict::Outside);
+    assert_eq!(b.band, Some([0.0, 1.0]));
+    assert_eq!((b.at_value, b.missing.as_deref()), (None, Some("pipes")));
+    // The point that failed is in the band's list, without a value.
+    assert_eq!(b.points[1].sim, None);
+    let none = bands::judge(&U, "loss, %", (-24.7, -24.7), "pipes", points(&[None, None, None]), "d".into());
+    assert_eq!((none.verdict, none.band, none.missing), (Verdict::NotMeasured, None, None));
+}
+
+#[test]
+fn claims_json_has_a_band_field_only_with_bands() {
+    let mut r = ClaimResult {
+        id: 3,
+        source: "s".into(),
+        claim: "c".into(),
+        paper_value: "p".into(),
+        sim_value: "v".into(),
+        grade: Grade::DirectionOnly,
+        reproduced: false,
+        note: "n".into(),
+        band: None,
+    };
+    let v = serde_json::to_value(&r).unwrap();
+    assert!(v.get("band").is_none(), "{v}");
+    r.band = Some(bands::judge(&U, "loss, %", (-80.0, -80.0), "", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "bands/claim-3".into()));
+    let v = serde_json::to_value(&r).unwrap();
+    let b = &v["band"];
+    assert_eq!(b["verdict"], "consistent under a stated assumption");
+    assert_eq!(b["unknown"], "a work item");
+    assert_eq!(b["range"], json!([1.0, 4.0]));
+    assert_eq!(b["source"], "none");
+    assert_eq!(b["at_ends"], json!([-200.0, -20.0]));
+    assert_eq!(b["paper"], json!([-80.0, -80.0]));
+    let md = bands_md(&[r]);
+    assert!(md.contains("## Bands") && md.contains("consistent under a stated assumption (at 2.50 us)"), "{md}");
+}
+
+#[test]
+fn a_band_sets_a_workload_parameter_or_a_machine_field() {
+    assert_eq!(bands::set_param("mkl-dnn", "item_us", 25.0), "mkl-dnn:item_us=25");
+    assert_eq!(bands::set_param("unixbench:test=2,pipe_us=3", "pipe_us", 0.5), "unixbench:test=2,pipe_us=0.5");
+    let text = bands::derive_machine(G5218, "dvfs.hw_tau_up_ms", 0.5).unwrap();
+    let m = Machine::from_toml(&text, "x").unwrap();
+    assert_eq!(m.spec.dvfs.hw_tau_up_ms, 0.5);
+    let m = Machine::from_toml(&bands::derive_machine(G5218, "idle.C6.power_w", 0.4).unwrap(), "x").unwrap();
+    assert_eq!(m.spec.idle.iter().find(|i| i.name == "C6").unwrap().power_w, 0.4);
+    assert!(bands::derive_machine(G5218, "dvfs.no_such", 1.0).is_err());
+    // A value the simulator refuses is refused here, before any run.
+    assert!(bands::derive_machine(G5218, "dvfs.hw_tau_up_ms", -1.0).is_err());
+}
+
+#[test]
+fn every_declared_band_reads_cells_its_claim_runs_and_names_a_source() {
+    let s = Setup::new(true);
+    for c in all_claims(&s) {
+        let Some(b) = &c.band else { continue };
+        assert!(!b.unknown.source.is_empty() && b.unknown.points.len() >= 2, "claim {}", c.id);
+        assert!(b.unknown.points.windows(2).all(|w| w[0] < w[1]), "claim {}: points increase", c.id);
+        for cell in (b.cells)(&s) {
+            assert!(c.runs.iter().any(|r| r.cell == cell), "claim {}: {} is not among its runs", c.id, cell.label());
+        }
+    }
+}

@@ -3,8 +3,8 @@
 //! the reserve nest configure is slower, most on the E7; without spinning h2
 //! is slower on the 2-socket machines.
 
-use super::{pct, short_machine, yn, Setup, E7, NEST_GOVERNOR, ON_PAR_PCT};
-use crate::{near, Cell, Claim, Grade, Outcome, Results};
+use super::{pct, short_machine, yn, Setup, E7, G5218, NEST_GOVERNOR, ON_PAR_PCT};
+use crate::{near, Band, Cell, Claim, Grade, Outcome, Param, Results, Unknown};
 
 /// configure without the reserve nest, in percent: about this loss on the
 /// 6130 and 5218, up to the E7's.
@@ -49,6 +49,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["nest".into(), NO_RESERVE.into(), NO_SPIN.into()],
         runs: s.runs(&cells, |_| false),
         check,
+        band: band(),
     }
 }
 
@@ -142,4 +143,29 @@ fn check(r: &Results, s: &Setup) -> Result<Outcome, String> {
         );
     }
     Ok(Outcome::new(parts.join("; "), Grade::worst(grades), note))
+}
+
+/// The HWP ramp of the 5218: what configure's loss without the reserve nest
+/// hangs on there (the note above).
+const HWP_RAMP: Unknown = Unknown {
+    name: "the Xeon Gold 5218's HWP ramp (time constant of its rise)",
+    param: Param::Machine { machine: G5218, key: "dvfs.hw_tau_up_ms" },
+    unit: "ms",
+    model: 3.0,
+    points: &[0.5, 3.0, 18.0],
+    source: "no published figure gives the HWP ramp of the 6130 or 5218 (docs/model.md, Hardware P-states). Bounded above \
+             by the E7's ramp under the OS's control, measured in Fewer Cores, More Hertz, Figure 3 (29 ms to turbo; the \
+             E7 model's 18 ms fitted to it), which the hardware's own control was built to beat; nothing bounds it below: \
+             0.5 ms, one decision of the model's hardware governor, is the fastest the model can act.",
+};
+
+fn band() -> Option<Band> {
+    Some(Band {
+        unknown: HWP_RAMP,
+        measure_name: "configure without the reserve nest against Nest on the 5218, %",
+        paper: (NO_RESERVE_PCT, NO_RESERVE_PCT),
+        missing: "",
+        cells: |s| vec![configure(s, G5218), configure(s, G5218).with_policy(NO_RESERVE)],
+        measure: |r, s| r.improvement(&configure(s, G5218).with_policy(NO_RESERVE), "nest"),
+    })
 }

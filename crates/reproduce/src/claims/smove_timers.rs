@@ -30,6 +30,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec![TIMERS_ONLY.into(), TIMERS_UNSAMPLED_LOW.into()],
         runs: s.runs(&cells, |_| false),
         check,
+        band: None,
     }
 }
 
