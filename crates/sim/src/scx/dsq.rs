@@ -71,6 +71,10 @@ impl UserDsqs {
     pub(super) fn contains_key(&self, id: &u64) -> bool {
         self.get(id).is_some()
     }
+    /// Every queue, in the order of their ids, as a map would give them.
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut Dsq> {
+        self.direct.iter_mut().flatten().chain(self.other.values_mut())
+    }
     pub(super) fn insert(&mut self, id: u64, q: Dsq) {
         if id < DIRECT {
             if self.direct.len() <= id as usize {
