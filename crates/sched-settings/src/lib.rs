@@ -54,7 +54,8 @@ pub enum Policy {
     /// of 700/1000, leaving the others idle.
     HaikuPowerSaving = 5,
     /// warm, warmcore's own (docs/warm.md): a woken task keeps its idle
-    /// warm CPU, a forked one takes its parent's previous child's, else the
+    /// warm CPU, a forked one queues on its parent's (or takes its parent's
+    /// previous child's), else the
     /// lowest idle CPU of the warm set (CPUs a task ran on in the last
     /// --warm-window-us), else any idle CPU. Frequency: while the warm set
     /// has at most --warm-perf-cpus CPUs, they ask for the highest
@@ -218,6 +219,10 @@ pub struct Settings {
     /// warm: a woken task does not keep its idle warm previous CPU first.
     #[arg(long)]
     pub warm_no_prev: bool,
+    /// warm: a forked task is not queued on its parent's CPU (an idle CPU
+    /// pulls it if the parent goes on running).
+    #[arg(long)]
+    pub warm_no_local: bool,
     /// warm: a forked task does not try its parent's previous child's CPU.
     #[arg(long)]
     pub warm_no_fork: bool,
@@ -449,6 +454,7 @@ impl Settings {
         set("nest_fork_hint", 0, !self.nest_no_fork_hint as u64);
         set("warm_window_ns", 0, self.warm_window_us * 1000);
         set("warm_prev", 0, !self.warm_no_prev as u64);
+        set("warm_local", 0, !self.warm_no_local as u64);
         set("warm_fork", 0, !self.warm_no_fork as u64);
         set("warm_compact", 0, !self.warm_no_compact as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);

@@ -61,6 +61,7 @@ pub const STAT_NAMES: [&str; intf::wc_stat_WC_NR_STATS as usize] = [
     "warm_spread",
     "warm_joined",
     "warm_left",
+    "warm_local",
 ];
 
 /// Operation names, in the order of `enum wc_prof_op`.

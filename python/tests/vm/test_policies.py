@@ -69,6 +69,8 @@ def test_verifier_budget(main_vm, p):
     vi = (f or {}).get("verified_insns") or {}
     total = sum(vi.values())
     report(f"{p}: the verifier processed {total} instructions ({', '.join(f'{k} {v}' for k, v in sorted(vi.items()))})")
+    if p not in VERIFIED:
+        pytest.skip(f"{p}: no count recorded on this kernel yet: record the one reported above")
     assert 0 < total <= VERIFIED[p] * 1.1 and max(vi.values()) < 1_000_000, \
         f"{p}: verified instructions {total}, at most the {VERIFIED[p]} recorded plus a tenth"
 

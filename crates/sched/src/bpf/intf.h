@@ -90,6 +90,7 @@ enum wc_stat {
 	WC_ST_WARM_SPREAD,	/* warm: no idle warm CPU, an idle CPU outside the set */
 	WC_ST_WARM_JOINED,	/* warm: CPUs that joined the warm set */
 	WC_ST_WARM_LEFT,	/* warm: CPUs that left it, unused for a window */
+	WC_ST_WARM_LOCAL,	/* warm: child queued on its parent's CPU */
 	WC_NR_STATS,
 };
 

@@ -12,9 +12,15 @@
  *
  * A woken or forked task goes, in order, to:
  *  1. its previous core, if idle and warm (its caches, no search);
- *  2. a fork: the core its parent's previous child ran on, if idle and warm
- *     (a fork/wait chain then alternates between the parent's core and one
- *     other, as Nest's fork hint intends);
+ *  2. a fork: its parent's core, queued (warm_local): in a fork/wait chain
+ *     the parent waits at once and the child runs on the core it leaves,
+ *     fast and awake, where an idle core would first leave its idle state;
+ *     a parent that goes on running has an idle CPU, kicked at the
+ *     enqueue, pull the child, so the idle state's exit is the only delay
+ *     (S_move's D, section 3.2 of Fewer Cores, More Hertz, without a
+ *     timer). Without it: the core its parent's previous child ran on, if
+ *     idle and warm (the chain alternates between two cores, as Nest's fork
+ *     hint intends);
  *  3. the lowest-numbered idle warm core of a whole idle core, on the die of
  *     its previous core (the parent's, for a fork), then on any die: the
  *     set stays compact, the highest cores left to decay out;
@@ -27,7 +33,8 @@
 
 const volatile u64 warm_window_ns = 4000000ULL;	/* how long a core stays warm */
 const volatile bool warm_prev = true;		/* step 1 */
-const volatile bool warm_fork = true;		/* step 2 */
+const volatile bool warm_local = true;		/* step 2, the parent's core */
+const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
@@ -179,6 +186,10 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	if (warm_prev && !(wake_flags & SCX_WAKE_FORK) && warm_take(p, prev, now)) {
 		stat_add(WC_ST_WARM_PREV, 1);
 		goto found;
+	}
+	if (warm_local && (wake_flags & SCX_WAKE_FORK) && bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
+		stat_add(WC_ST_WARM_LOCAL, 1);
+		return start;
 	}
 	if (warm_fork && ptctx && warm_take(p, ptctx->fork_hint, now)) {
 		cpu = ptctx->fork_hint;
