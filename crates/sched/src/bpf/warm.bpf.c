@@ -85,8 +85,10 @@ static void warm_join(s32 cpu, struct cpu_ctx *c, u64 now)
 }
 
 /* @cpu was not used for a window: out of the set, its target back to its
- * utilisation, which has decayed while it idled. */
-static void warm_leave(struct bpf_cpumask *m, s32 cpu)
+ * utilisation, which has decayed while it idled, if @perf: the kernel
+ * refuses a target for another CPU than the one whose run queue an
+ * operation holds (ops.tick); the next run there sets it then. */
+static void warm_leave(struct bpf_cpumask *m, s32 cpu, bool perf)
 {
 	struct cpu_ctx *c;
 
@@ -95,7 +97,7 @@ static void warm_leave(struct bpf_cpumask *m, s32 cpu)
 	__sync_fetch_and_sub(&nr_warm, 1);
 	stat_add(WC_ST_WARM_LEFT, 1);
 	c = cpu_ctx(cpu);
-	if (freq_steer && c)
+	if (perf && freq_steer && c)
 		perf_update(cpu, c, NULL, false, false);
 }
 
@@ -114,7 +116,7 @@ static __always_inline s32 warm_first(struct bpf_cpumask *m, struct bpf_cpumask 
 			break;
 		bpf_cpumask_clear_cpu(cpu, cand);
 		if (!warm_fresh(cpu, now)) {
-			warm_leave(m, cpu);
+			warm_leave(m, cpu, true);
 			continue;
 		}
 		if (scx_bpf_test_and_clear_cpu_idle(cpu))
@@ -232,7 +234,7 @@ static void warm_sweep(u64 now)
 	if (m) {
 		cpu = bpf_cpumask_any_distribute((const struct cpumask *)m);
 		if (cpu_ok(cpu) && !warm_fresh(cpu, now) && is_idle(cpu))
-			warm_leave(m, cpu);
+			warm_leave(m, cpu, false);
 	}
 	bpf_rcu_read_unlock();
 }
