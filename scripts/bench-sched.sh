@@ -5,12 +5,12 @@
 # loaders with their default options), in one VM boot (timings drift
 # across boots under emulation), in interleaved rotations (kernel default
 # slocal smove nest nest-threads nest-nowarm haiku-low-latency
-# haiku-power-saving, then each peer, kernel default ...;
+# haiku-power-saving warm, then each peer, kernel default ...;
 # nest is nest as it starts by default (PM QoS warm cores), nest-threads
 # with warmer threads, nest-nowarm without warm cores). Each figure is the
 # median of the per-rotation ratios to the kernel's scheduler (above 1: faster
 # than the kernel's), with the lowest and highest ratio. The last lines
-# compare default, smove and nest with the fastest peer on each workload,
+# compare default, smove, nest and warm with the fastest peer on each workload,
 # as the median of their per-rotation ratios to it.
 #
 # The timed runs go without --profile (a diagnostic that reads the clock
@@ -28,7 +28,7 @@ BIN=${BIN:-target/release/warmcore}
 ROT=${WC_BENCH_ROTATIONS:-9}
 CPUS=${WC_BENCH_CPUS:-4}
 MSGS=${WC_BENCH_PIPE_MSGS:-20000}
-OURS="default slocal smove nest nest-threads nest-nowarm haiku-low-latency haiku-power-saving"
+OURS="default slocal smove nest nest-threads nest-nowarm haiku-low-latency haiku-power-saving warm"
 PEERS=$("$BIN" vm peers | cut -d' ' -f1 | tr '\n' ' ')
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -131,7 +131,7 @@ if peers:
             continue
         best = max(meds, key=meds.get)
         cells = []
-        for s in ["default", "smove", "nest"]:
+        for s in ["default", "smove", "nest", "warm"]:
             v = med_ratio(s, best, m)
             cells.append(f"{s} {v[0]:.2f}x [{v[1]:.2f}-{v[2]:.2f}]" if v else f"{s} -")
         print(f"  {m:9} vs {best} ({meds[best]:.2f}x): " + ", ".join(cells))

@@ -38,7 +38,8 @@ pub struct SimArgs {
     /// (one run queue for the machine, 3 ms quantum).
     /// scx:NAME runs the sched_ext program of `warmcore sched` itself, NAME
     /// one of default, slocal, smove, nest, haiku-low-latency,
-    /// haiku-power-saving (Haiku's scheduler in full), with its options as
+    /// haiku-power-saving (Haiku's scheduler in full), warm (warmcore's own
+    /// placement, docs/warm.md), with its options as
     /// parameters
     /// (scx:smove:delay_us=50 is --smove-delay-us 50, scx:nest:reserve=off is
     /// --nest-no-reserve).

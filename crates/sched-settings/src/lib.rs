@@ -53,12 +53,29 @@ pub enum Policy {
     /// us); small tasks are packed on one core while it stays below a load
     /// of 700/1000, leaving the others idle.
     HaikuPowerSaving = 5,
+    /// warm, warmcore's own (docs/warm.md): a woken task keeps its idle
+    /// warm CPU, a forked one queues on its parent's (or takes its parent's
+    /// previous child's), else the
+    /// lowest idle CPU of the warm set (CPUs a task ran on in the last
+    /// --warm-window-us), else any idle CPU. Frequency: while the warm set
+    /// has at most --warm-perf-cpus CPUs, they ask for the highest
+    /// performance (scx_bpf_cpuperf_set) until they leave it, a window
+    /// after their last run; a larger set and the other CPUs follow their
+    /// utilisation, so the governor lowers what is not used.
+    Warm = 6,
 }
 
 impl Policy {
     /// Every policy, in intf.h's order.
-    pub const ALL: [Policy; 6] =
-        [Policy::Default, Policy::Slocal, Policy::Smove, Policy::Nest, Policy::HaikuLowLatency, Policy::HaikuPowerSaving];
+    pub const ALL: [Policy; 7] = [
+        Policy::Default,
+        Policy::Slocal,
+        Policy::Smove,
+        Policy::Nest,
+        Policy::HaikuLowLatency,
+        Policy::HaikuPowerSaving,
+        Policy::Warm,
+    ];
 
     /// The number the program knows it by.
     pub fn id(self) -> u32 {
@@ -74,6 +91,7 @@ impl Policy {
             Policy::Nest => "nest",
             Policy::HaikuLowLatency => "haiku-low-latency",
             Policy::HaikuPowerSaving => "haiku-power-saving",
+            Policy::Warm => "warm",
         }
     }
 
@@ -132,7 +150,7 @@ pub struct Settings {
     /// Set each CPU's performance target (scx_bpf_cpuperf_set), which the
     /// schedutil governor follows once a sched_ext scheduler runs: from the
     /// CPU's and its running task's utilisation, as the fair class computes
-    /// it, or the maximum for nest's primary CPUs.
+    /// it, or the maximum for nest's primary CPUs and warm's warm set.
     #[arg(long, value_enum, default_value = "auto")]
     pub freq_steer: FreqSteer,
     /// Longest slice, in microseconds (shrinks as tasks wait).
@@ -194,6 +212,28 @@ pub struct Settings {
     /// fork/wait chain then stays on two cores).
     #[arg(long)]
     pub nest_no_fork_hint: bool,
+    /// warm: how long a CPU stays in the warm set after its last run, in
+    /// microseconds.
+    #[arg(long, default_value_t = 4000, value_parser = warmcore_args::count::<u64>(100, 1_000_000))]
+    pub warm_window_us: u64,
+    /// warm: a woken task does not keep its idle warm previous CPU first.
+    #[arg(long)]
+    pub warm_no_prev: bool,
+    /// warm: a forked task is not queued on its parent's CPU (an idle CPU
+    /// pulls it if the parent goes on running).
+    #[arg(long)]
+    pub warm_no_local: bool,
+    /// warm: a forked task does not try its parent's previous child's CPU.
+    #[arg(long)]
+    pub warm_no_fork: bool,
+    /// warm: no search of the warm set (the built-in selection after the
+    /// previous CPU and the fork's).
+    #[arg(long)]
+    pub warm_no_compact: bool,
+    /// warm: the largest warm set whose CPUs ask for the highest
+    /// performance (0: never; they follow their utilisation).
+    #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
+    pub warm_perf_cpus: u32,
 }
 
 /// Options that are no `scx:NAME` parameter: the policy is NAME, and the
@@ -274,7 +314,7 @@ impl Settings {
                 continue;
             }
             let (scope, rest) = match id.split_once('_') {
-                Some((p @ ("smove" | "nest"), rest)) => (Policy::from_name(p), rest),
+                Some((p @ ("smove" | "nest" | "warm"), rest)) => (Policy::from_name(p), rest),
                 _ => (None, id),
             };
             if scope.is_some_and(|s| s != policy) {
@@ -412,6 +452,12 @@ impl Settings {
         set("nest_claim", 0, !self.nest_no_claim as u64);
         set("nest_warm", 0, (self.warm(topo) == NestWarm::Threads) as u64);
         set("nest_fork_hint", 0, !self.nest_no_fork_hint as u64);
+        set("warm_window_ns", 0, self.warm_window_us * 1000);
+        set("warm_prev", 0, !self.warm_no_prev as u64);
+        set("warm_local", 0, !self.warm_no_local as u64);
+        set("warm_fork", 0, !self.warm_no_fork as u64);
+        set("warm_compact", 0, !self.warm_no_compact as u64);
+        set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
         g
     }
 }

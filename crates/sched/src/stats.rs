@@ -55,6 +55,13 @@ pub const STAT_NAMES: [&str; intf::wc_stat_WC_NR_STATS as usize] = [
     "haiku_warm",
     "haiku_small_core",
     "haiku_pinned",
+    "warm_prev",
+    "warm_fork",
+    "warm_found",
+    "warm_spread",
+    "warm_joined",
+    "warm_left",
+    "warm_local",
 ];
 
 /// Operation names, in the order of `enum wc_prof_op`.

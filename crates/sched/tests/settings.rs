@@ -86,6 +86,7 @@ fn the_settings_number_policies_and_cpus_as_the_program_does() {
         bpf_intf::wc_policy_WC_POLICY_NEST,
         bpf_intf::wc_policy_WC_POLICY_HAIKU_LOW_LATENCY,
         bpf_intf::wc_policy_WC_POLICY_HAIKU_POWER_SAVING,
+        bpf_intf::wc_policy_WC_POLICY_WARM,
     ];
     assert_eq!(Policy::ALL.map(|p| p.id()), ids);
     assert_eq!(MAX_CPUS, bpf_intf::wc_consts_WC_MAX_CPUS);

@@ -43,6 +43,8 @@ mod smoke;
 mod spec_props;
 #[path = "trace_order.rs"]
 mod trace_order;
+#[path = "warm.rs"]
+mod warm;
 #[path = "workload_shapes.rs"]
 mod workload_shapes;
 

@@ -27,14 +27,14 @@ import unit_file
 
 GUEST = pathlib.Path(__file__).resolve().parent / "guest"
 KEPT = ROOT / "out" / "test-vm"
-POLICIES = ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving"]
+POLICIES = ["default", "slocal", "smove", "nest", "haiku-low-latency", "haiku-power-saving", "warm"]
 # The scx project's schedulers run beside them (their loaders' names), as
 # peers/Cargo.toml names them.
 PEERS = list(tomllib.loads((ROOT / "peers" / "Cargo.toml").read_text())["dependencies"])
 
 # Each boot: `warmcore vm` options and its guest script.
 BOOTS = {
-    # 6 policies x the stress, then the rest, with eight loads of the
+    # 7 policies x the stress, then the rest, with nine loads of the
     # program: 7 to 17 minutes with the host's load average at 7 to 13.
     "main": ["--cpus", "4", "--timeout", "3600"],
     "topo": ["--cpus", "4", "--sockets", "2", "--append", "maxcpus=3", "--timeout", "900"],

@@ -111,6 +111,14 @@ static void perf_update(s32 cpu, struct cpu_ctx *c, struct task_ctx *tctx, bool 
 }
 
 static bool primary_has(s32 cpu);
+static bool warm_keeps(s32 cpu);
+
+/* The CPUs kept at the top: Nest's primary nest, warm's warm set. */
+static __always_inline bool perf_keep(s32 cpu)
+{
+	return (policy == WC_POLICY_NEST && primary_has(cpu)) ||
+	       (policy == WC_POLICY_WARM && warm_keeps(cpu));
+}
 
 /* @p was placed on @cpu: schedutil, asked now, counts it there. */
 static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
@@ -121,5 +129,5 @@ static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	if (!tctx)
 		tctx = task_ctx(p);
-	perf_update(cpu, c, tctx, false, policy == WC_POLICY_NEST && primary_has(cpu));
+	perf_update(cpu, c, tctx, false, perf_keep(cpu));
 }

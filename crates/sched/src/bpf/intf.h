@@ -34,6 +34,7 @@ enum wc_policy {
 	WC_POLICY_NEST = 3,
 	WC_POLICY_HAIKU_LOW_LATENCY = 4,
 	WC_POLICY_HAIKU_POWER_SAVING = 5,
+	WC_POLICY_WARM = 6,
 };
 
 enum wc_freq_source {
@@ -83,6 +84,13 @@ enum wc_stat {
 	WC_ST_HAIKU_WARM,	/* haiku: a wake-up with its cache warm stayed or rebalanced */
 	WC_ST_HAIKU_SMALL_CORE,	/* haiku power saving: placed on the small task core */
 	WC_ST_HAIKU_PINNED,	/* haiku: queued on a CPU's own queue (pinned) */
+	WC_ST_WARM_PREV,	/* warm: woken task kept on its idle warm previous CPU */
+	WC_ST_WARM_FORK,	/* warm: child placed on its parent's previous child's CPU */
+	WC_ST_WARM_FOUND,	/* warm: idle warm CPU found by the search */
+	WC_ST_WARM_SPREAD,	/* warm: no idle warm CPU, an idle CPU outside the set */
+	WC_ST_WARM_JOINED,	/* warm: CPUs that joined the warm set */
+	WC_ST_WARM_LEFT,	/* warm: CPUs that left it, unused for a window */
+	WC_ST_WARM_LOCAL,	/* warm: child queued on its parent's CPU */
 	WC_NR_STATS,
 };
 

@@ -18,6 +18,10 @@
  *             last tick, the task goes to the waker's CPU and a timer of its
  *             own moves it to the chosen CPU D us later unless it ran first.
  *  - nest:    Nest, section 3, parameters from Table 1.
+ *  - warm:    warmcore's own (docs/warm.md): a small set of warm cores
+ *             sized by demand and shrinking within a window, filled
+ *             compactly, spread beyond only when none is idle; its cores
+ *             ask for the top frequency while they are in it.
  *
  * haiku-low-latency and haiku-power-saving are Haiku's scheduler (Haiku's
  * scheduler, the blog post, and the constants of its source tree: see
@@ -38,6 +42,7 @@
  *   smove.bpf.c   - S_move: the frequency test and the move timers
  *   nest.bpf.c    - Nest: the primary and reserve nests, their search,
  *                   compaction, the fork hint, the warmers' feed
+ *   warm.bpf.c    - warm: the warm set, its search and its decay
  *   haiku.bpf.c   - Haiku's scheduler, which replaces the base
  */
 #include <scx/common.bpf.h>
@@ -118,6 +123,7 @@ struct cpu_ctx {
 	u8 exited_here;		/* nest: the last task to stop here exited */
 	u8 compact_tried;	/* nest: someone tried this compactable core */
 	u8 busy;		/* a task runs here (freq_steer) */
+	u8 warm_busy;		/* warm: a task runs here (warm whatever last_used says) */
 	u64 util;		/* freq_steer: busy-time average, WC_UTIL_FULL scale */
 	u64 util_t;		/* freq_steer: time util is brought to */
 	u32 perf_sample;	/* smove: scx_bpf_cpuperf_cur at the last tick */
@@ -149,7 +155,7 @@ struct {
 struct task_ctx {
 	s32 hist[2];		/* nest: the last two CPUs the task ran on */
 	u32 impatience;		/* nest: successive misses of its previous core */
-	s32 fork_hint;		/* nest: the core to try for its next child */
+	s32 fork_hint;		/* nest, warm: the core to try for its next child */
 	s32 fork_home;		/* nest: a chain's core to return to, tried first */
 	s32 fork_home_next;	/* nest: the home its child will try first */
 	u32 smove_gen;		/* smove: generation of the armed move */
@@ -353,6 +359,7 @@ out:
 #include "freq.bpf.c"
 #include "smove.bpf.c"
 #include "nest.bpf.c"
+#include "warm.bpf.c"
 #include "haiku.bpf.c"
 
 /* ---------------------------------------------------------------- ops */
@@ -389,6 +396,9 @@ s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 		break;
 	case WC_POLICY_NEST:
 		cpu = select_nest(p, prev_cpu, wake_flags, &direct);
+		break;
+	case WC_POLICY_WARM:
+		cpu = select_warm(p, prev_cpu, wake_flags, &direct);
 		break;
 	case WC_POLICY_HAIKU_LOW_LATENCY:
 	case WC_POLICY_HAIKU_POWER_SAVING:
@@ -568,9 +578,11 @@ void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 	 * here spares the hot path a task-storage lookup and a clock read. */
 	if (c)
 		c->run_start = p->se.sum_exec_runtime;
+	if (policy == WC_POLICY_WARM && c)
+		warm_join(cpu, c, now_ns());
 	if (freq_steer && c) {
 		/* The CPU was idle, the task was not running, until now. */
-		perf_update(cpu, c, task_ctx(p), false, policy == WC_POLICY_NEST && primary_has(cpu));
+		perf_update(cpu, c, task_ctx(p), false, perf_keep(cpu));
 		c->busy = 1;
 	}
 	if (policy != WC_POLICY_SMOVE && policy != WC_POLICY_NEST)
@@ -635,8 +647,13 @@ void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 		if (!runnable) {
 			if (tctx)
 				tctx->woke = 1;
-			perf_update(cpu, c, NULL, false, policy == WC_POLICY_NEST && primary_has(cpu));
+			perf_update(cpu, c, NULL, false, perf_keep(cpu));
 		}
+	}
+	if (policy == WC_POLICY_WARM) {
+		/* The window counts from the end of the last run. */
+		c->last_used = now_ns();
+		c->warm_busy = 0;
 	}
 	if (policy == WC_POLICY_NEST) {
 		tctx = task_ctx(p);
@@ -689,8 +706,10 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 		goto out;
 	}
 	if (freq_steer && c)
-		perf_update(cpu, c, tctx ? tctx : task_ctx(p), true,
-			    policy == WC_POLICY_NEST && primary_has(cpu));
+		perf_update(cpu, c, tctx ? tctx : task_ctx(p), true, perf_keep(cpu));
+
+	if (policy == WC_POLICY_WARM)
+		warm_sweep(now_ns());
 
 	/* smove samples the frequency at the tick (docs/model.md, S_move as patched). */
 	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && c)
@@ -926,6 +945,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 	if (!m)
 		return -ENOMEM;
 	m = bpf_kptr_xchg(&waiting_mask, m);
+	if (m)
+		bpf_cpumask_release(m);
+	m = bpf_cpumask_create();
+	if (!m)
+		return -ENOMEM;
+	m = bpf_kptr_xchg(&warm_mask, m);
 	if (m)
 		bpf_cpumask_release(m);
 

@@ -37,7 +37,7 @@ run_policy() {
     echo "STATS_BEFORE $P $B"
     fresh_stats /tmp/$P.stats | sed "s/^/STATS_WAIT $P /"
     warmcore vm workload forkcpu --n 40 --busy-us 5000 | sed "s/^/FORKBUSY $P /";;
-  nest)
+  nest|warm)
     warmcore vm workload chain --n 100 --work-us 5000 | sed "s/^/CHAIN $P /"
     warmcore vm workload hogs --n 4 --secs 5 | sed "s/^/HOGS $P /";;
   esac
@@ -56,6 +56,7 @@ run_policy smove --freq-source=map --smove-threshold-khz 800000 --smove-delay-us
 run_policy nest
 run_policy haiku-low-latency
 run_policy haiku-power-saving
+run_policy warm
 echo "QOS_AFTER_EXIT $(qos)"
 
 # Nest holds the CPUs of its primary nest in polling during a stress, and
