@@ -637,8 +637,9 @@ def serve(path: str, port: int, view: str = "freq") -> int:
         return status.of(e)
     _trim_resources(server)
     server.start()
-    print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     try:
+        # The URL inside the try: a Ctrl-C right after it is a stop too.
+        print(f"warmcore view: serving {path} at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
         server.io_loop.start()
     except KeyboardInterrupt:
         # Ctrl-C is how a person stops it: 130, as every command says
