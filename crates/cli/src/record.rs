@@ -40,6 +40,11 @@ pub struct RecordArgs {
     /// report the programs' own run time with the recorder's CPU time.
     #[arg(long)]
     bpf_stats: bool,
+    /// Only the command and the processes it creates (without it, a
+    /// command's recording holds every task of the machine, as perf sched
+    /// record's does).
+    #[arg(long, requires = "command", conflicts_with_all = ["pid", "cgroup"])]
+    command_only: bool,
     /// The command to run and trace until it exits.
     #[arg(last = true)]
     command: Vec<String>,
@@ -56,6 +61,7 @@ pub fn run(a: RecordArgs) -> Result<()> {
     o.flight_recorder = a.flight_recorder;
     o.bpf_stats = a.bpf_stats;
     o.command = a.command;
+    o.command_only = a.command_only;
     let r = warmcore_record::record(&o, &mut |line| eprintln!("warmcore record: {line}"))?;
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     let lost: u64 = r.lost.iter().sum();

@@ -5,6 +5,7 @@
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -87,6 +88,9 @@ pub struct Options {
     /// that the report says what the programs cost.
     pub bpf_stats: bool,
     pub command: Vec<String>,
+    /// Only the command and the processes it creates: the command puts its
+    /// own pid in the filter before it runs, so its first forks are kept.
+    pub command_only: bool,
     /// Set to stop the recording (SIGINT sets it too).
     pub stop: Arc<AtomicBool>,
     /// Set to dump the flight recorder now (SIGUSR1 sets it too).
@@ -106,6 +110,7 @@ impl Options {
             flight_recorder: false,
             bpf_stats: false,
             command: Vec::new(),
+            command_only: false,
             stop: Arc::new(AtomicBool::new(false)),
             dump_now: Arc::new(AtomicBool::new(false)),
         }
@@ -493,6 +498,13 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     if opts.pid.is_some() && opts.cgroup.is_some() {
         bail!(UsageError::new("--pid and --cgroup exclude each other: give one"));
     }
+    if opts.command_only && opts.command.is_empty() {
+        bail!(UsageError::new("--command-only needs a command: warmcore record --command-only -- COMMAND"));
+    }
+    if opts.command_only && (opts.pid.is_some() || opts.cgroup.is_some()) {
+        bail!(UsageError::new("--command-only, --pid and --cgroup exclude each other: give one"));
+    }
+    let by_pid = opts.pid.is_some() || opts.command_only;
     if let Some(p) = opts.pid {
         if p == 0 || !Path::new(&format!("/proc/{p}")).exists() {
             bail!(UsageError::new(format!("no process with pid {p}")));
@@ -535,7 +547,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
                 }
             }
         }
-        if opts.pid.is_some() {
+        if by_pid {
             ro.filter = intf::wc_filter_WC_FILTER_PID;
         } else if let Some((id, level)) = cgid {
             ro.filter = intf::wc_filter_WC_FILTER_CGROUP;
@@ -558,7 +570,7 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     p.wc_waking.set_autoload(wants(ids::WAKEUP));
     p.wc_wakeup_new.set_autoload(wants(ids::WAKEUP_NEW));
     p.wc_migrate.set_autoload(wants(ids::MIGRATE));
-    p.wc_fork.set_autoload(wants(ids::FORK) || opts.pid.is_some());
+    p.wc_fork.set_autoload(wants(ids::FORK) || by_pid);
     p.wc_exec.set_autoload(wants(ids::EXEC));
     p.wc_exit.set_autoload(wants(ids::EXIT));
     p.wc_wait.set_autoload(wants(ids::WAIT_PID));
@@ -636,7 +648,33 @@ pub fn record(opts: &Options, log: &mut dyn FnMut(&str)) -> Result<Report> {
     let start = Instant::now();
     let mut child: Option<Child> = None;
     if let Some(argv) = opts.command.split_first() {
-        match Command::new(argv.0).args(argv.1).spawn() {
+        let mut cmd = Command::new(argv.0);
+        cmd.args(argv.1);
+        if opts.command_only {
+            // The pid of a spawned command is known only once it runs, too
+            // late for the forks it makes first: the child puts itself in
+            // the filter between fork and exec, before it runs anything.
+            let tracked = loaded.skel.maps.tracked.as_fd().as_raw_fd();
+            // SAFETY: the closure runs in the forked child before exec and
+            // only makes system calls (getpid, bpf) on memory of its own stack.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let pid = libc::getpid() as u32;
+                    let one = 1u8;
+                    let rc = libbpf_rs::libbpf_sys::bpf_map_update_elem(
+                        tracked,
+                        (&pid as *const u32).cast(),
+                        (&one as *const u8).cast(),
+                        0,
+                    );
+                    if rc != 0 {
+                        return Err(std::io::Error::from_raw_os_error(-rc));
+                    }
+                    Ok(())
+                });
+            }
+        }
+        match cmd.spawn() {
             Ok(c) => child = Some(c),
             Err(e) => {
                 drop(loaded);

@@ -310,6 +310,11 @@ fn bad_input_is_named() {
     assert!(err(&|o| o.pid = Some(999_999_999)).contains("no process with pid 999999999"));
     assert!(err(&|o| o.events = Some(vec!["wakeup".into(), "sched_bogus".into()])).contains("unknown event \"sched_bogus\""));
     assert!(err(&|o| o.cgroup = Some(PathBuf::from("no/such/group"))).contains("no cgroup"));
+    assert!(err(&|o| o.command_only = true).contains("--command-only needs a command"));
+    let both = |o: &mut Options| {
+        (o.command_only, o.command, o.pid) = (true, vec!["true".into()], Some(1));
+    };
+    assert!(err(&both).contains("exclude each other"));
     assert!(!dir.path().join("x.wct").exists());
 }
 
@@ -420,6 +425,37 @@ fn pid_filter_keeps_the_process_and_its_children() {
         n += 1;
     }
     assert!(n > 100, "{n} events");
+}
+
+#[test]
+fn command_only_keeps_the_command_and_its_first_forks() {
+    need_bpf!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (out, f) = (dir.path().join("c.wct"), dir.path().join("forks"));
+    let n = 10u32;
+    let mut o = Options::new(&out);
+    // The shell becomes the workload, which forks at once: the forks a --pid
+    // filter set after the spawn would miss.
+    o.command = sh(format!("exec {TESTLOAD} forks {n} > {}", f.display()));
+    o.command_only = true;
+    let r = record(&o, &mut |l| eprintln!("{l}")).unwrap();
+    assert_eq!(r.reason, StopReason::CommandExited);
+    assert!(r.command_status.unwrap().success());
+    let k = keys(&f);
+    let parent: u32 = k["parent"].parse().unwrap();
+    let children: HashSet<u32> = k["children"].split(',').map(|c| c.parse().unwrap()).collect();
+    let mut set: Vec<u32> = children.iter().copied().collect();
+    set.push(parent);
+    let t = Trace::open(&out).unwrap();
+    let evs: Vec<_> = t.events(None, Window::ALL).map(|e| e.unwrap().ev).collect();
+    for e in &evs {
+        assert!(about(e, &set), "event about a task outside the command: {e:?}");
+    }
+    let forked: HashSet<u32> = evs.iter().filter(|e| e.id == ids::FORK && e.a() == parent).map(|e| e.pid).collect();
+    assert_eq!(forked, children, "FORK events with parent {parent}");
+    let exits = evs.iter().filter(|e| e.id == ids::EXIT && children.contains(&e.pid)).count();
+    assert_eq!(exits, n as usize);
 }
 
 #[test]
