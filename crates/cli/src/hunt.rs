@@ -72,11 +72,6 @@ pub fn run(a: HuntArgs) -> Result<()> {
         warmcore_sim::make_policy(&a.policy, &m)?;
         machines.push(m);
     }
-    // A reproducer's path is given to `warmcore sim --workload`, where ':'
-    // starts the parameters.
-    if a.out.to_string_lossy().contains(':') {
-        bail!(UsageError::new(format!("--out {}: a directory whose path has no ':' (the reproducers' paths are workload names)", a.out.display())));
-    }
     if a.out.exists() && !a.out.is_dir() {
         bail!(UsageError::new(format!("--out {}: not a directory", a.out.display())));
     }

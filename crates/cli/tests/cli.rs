@@ -241,3 +241,22 @@ fn a_closed_pipe_ends_trace_commands_quietly() {
     assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
+
+/// A workload file is read by its path, ':' included: ':' starts a built-in
+/// workload's parameters only when the argument names no file.
+#[test]
+fn a_workload_file_path_may_hold_a_colon() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("run:12");
+    std::fs::create_dir(&sub).unwrap();
+    let w = sub.join("w.toml");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../../workloads/pipeline.toml"), &w).unwrap();
+    let w = w.to_str().unwrap();
+    let o = warmcore(&["sim", "--machine", "default", "--workload", w, "--policy", "cfs", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    assert!(j["makespan_ns"].as_u64().is_some_and(|m| m > 0), "{j}");
+    // A missing file with a ':' in its path is still named as a workload.
+    let o = warmcore(&["sim", "--workload", &format!("{}/none.toml", sub.display()), "--policy", "cfs"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

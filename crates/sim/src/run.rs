@@ -176,6 +176,11 @@ fn percentile(sorted: &[u64], q: f64) -> u64 {
 /// The workload a spec names (`name[:key=value,...]`, a workload file, a
 /// replayed trace or an rt-app file), built for `machine`.
 pub fn load_workload(spec: &str, machine: &Machine) -> Result<crate::program::Workload, SimError> {
+    // A workload file whose path has a ':' (a directory named for a time or
+    // a host): the whole argument, before it is read as NAME:PARAMS.
+    if spec.ends_with(".toml") || (spec.contains('/') && std::path::Path::new(spec).is_file()) {
+        return crate::wfile::load(spec);
+    }
     let (wname, wparams) = parse_spec(spec);
     Ok(if wname.ends_with(".toml") || wname.contains('/') {
         if !wparams.is_empty() {
