@@ -89,12 +89,7 @@ fn bad_input_gives_one_line_and_a_failure() {
     let p = configure();
     // A trace with switches but no wake-up or fork.
     let q = tmp("nowake.wct");
-    let h = Header {
-        machine: Machine::flat("t", 2),
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "test".into() },
-        wall_clock_start: None,
-    };
+    let h = Header::other(Machine::flat("t", 2), "test");
     let mut w = Writer::create(&q, &h, WriterOptions::default()).unwrap();
     w.push(0, Event::new(1000, 0, ids::CTX_SWITCH, 10, 0)).unwrap();
     w.push(0, Event::new(2000, 10, ids::CTX_SWITCH, 0, 1)).unwrap();

@@ -23,12 +23,7 @@ fn generate(path: &Path, ncpu: usize, ntasks: u32, events: usize, freq: bool) {
         machine.freq_base_khz = 2_000_000;
         machine.freq_max_khz = 3_500_000;
     }
-    let h = Header {
-        machine,
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "generated".into() },
-        wall_clock_start: None,
-    };
+    let h = Header::other(machine, "generated");
     let mut w = Writer::create(path, &h, WriterOptions { zstd_level: Some(1), chunk_events: 256 }).unwrap();
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut rand = move |n: u64| {

@@ -210,15 +210,10 @@ fn bytemuck_read(b: &[u8]) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warmcore_trace::{EventTable, Header, Machine, Provenance, Trace, WriterOptions};
+    use warmcore_trace::{Header, Machine, Trace, WriterOptions};
 
     fn header() -> Header {
-        Header {
-            machine: Machine::flat("t", 2),
-            events: EventTable::default(),
-            provenance: Provenance::Other { description: "test".into() },
-            wall_clock_start: None,
-        }
+        Header::other(Machine::flat("t", 2), "test")
     }
 
     #[test]

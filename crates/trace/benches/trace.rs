@@ -33,12 +33,7 @@ fn main() {
             (cpu, Event::new(i * 50, (i % 5000) as u32, ids::CTX_SWITCH, ((i + 1) % 5000) as u32, 1))
         })
         .collect();
-    let header = Header {
-        machine: synth::synth_machine(cpus),
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "bench".into() },
-        wall_clock_start: None,
-    };
+    let header = Header::other(synth::synth_machine(cpus), "bench");
     let rounds = events_total / base.len() as u64;
 
     for (label, zstd) in [("raw", None), ("zstd-1", Some(1))] {

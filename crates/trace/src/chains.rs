@@ -399,29 +399,15 @@ pub fn links(trace: &Trace) -> Result<Links> {
 mod tests {
     use super::*;
     use crate::event::prev_state::{BLOCKED, DEAD, RUNNABLE};
-    use crate::event::Event;
-    use crate::meta::{Machine, Provenance};
-    use crate::EventTable;
+    use crate::meta::Machine;
 
     const MS: u64 = 1_000_000;
     const GHZ: u32 = 1_000_000; // kHz
 
+    use crate::event::build::{event as e, freq, switch};
+
     fn header(n: u32) -> Header {
-        Header {
-            machine: Machine::flat("test", n),
-            events: EventTable::default(),
-            provenance: Provenance::Other { description: "test".into() },
-            wall_clock_start: None,
-        }
-    }
-    fn e(cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> CpuEvent {
-        CpuEvent { cpu, ev: Event::new(ts, pid, id, a, b) }
-    }
-    fn switch(cpu: u32, ts: u64, prev: u32, next: u32, state: u32) -> CpuEvent {
-        e(cpu, ts, prev, ids::CTX_SWITCH, next, state)
-    }
-    fn freq(cpu: u32, ts: u64, khz: u32) -> CpuEvent {
-        e(cpu, ts, 0, ids::FREQ_CHANGE, khz, 0)
+        Header::other(Machine::flat("test", n), "test")
     }
     fn run(n: u32, evs: &[CpuEvent]) -> Links {
         let mut c = Chains::new(&header(n));

@@ -62,6 +62,30 @@ pub struct CpuEvent {
     pub ev: Event,
 }
 
+/// Events built by hand, as generators and tests build traces.
+pub mod build {
+    use super::{ids, CpuEvent, Event};
+
+    pub fn event(cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> CpuEvent {
+        CpuEvent { cpu, ev: Event::new(ts, pid, id, a, b) }
+    }
+
+    /// CTX_SWITCH from `prev` (leaving in `state`, a `prev_state`) to `next`.
+    pub fn switch(cpu: u32, ts: u64, prev: u32, next: u32, state: u32) -> CpuEvent {
+        event(cpu, ts, prev, ids::CTX_SWITCH, next, state)
+    }
+
+    /// WAKEUP of `pid`, recorded on `cpu`, placed on `target`, by `waker`.
+    pub fn wakeup(cpu: u32, ts: u64, pid: u32, target: u32, waker: u32) -> CpuEvent {
+        event(cpu, ts, pid, ids::WAKEUP, target, waker)
+    }
+
+    /// FREQ_CHANGE of `cpu` to `khz`.
+    pub fn freq(cpu: u32, ts: u64, khz: u32) -> CpuEvent {
+        event(cpu, ts, 0, ids::FREQ_CHANGE, khz, 0)
+    }
+}
+
 /// How a task left the CPU, carried in CTX_SWITCH's high argument.
 pub mod prev_state {
     /// Preempted: still runnable, waits on this CPU's queue.

@@ -542,7 +542,7 @@ pub fn open_or_build_with(t: &Trace, progress: &(dyn Fn(usize, usize) + Sync)) -
 mod tests {
     use super::*;
     use crate::event::Event;
-    use crate::meta::{Header, Machine, Provenance};
+    use crate::meta::{Header, Machine};
     use crate::writer::{Writer, WriterOptions};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -557,12 +557,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(seed);
         let cpus = rng.random_range(1..5u32);
         let path = dir.join(format!("r{seed}.wct"));
-        let header = Header {
-            machine: machine(cpus),
-            events: Default::default(),
-            provenance: Provenance::Other { description: "random".into() },
-            wall_clock_start: None,
-        };
+        let header = Header::other(machine(cpus), "random");
         let mut w = Writer::create(&path, &header, WriterOptions::default()).unwrap();
         let mut all = vec![Vec::new(); cpus as usize];
         let start = rng.random_range(0..1_000_000u64);

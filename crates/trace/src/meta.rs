@@ -107,6 +107,19 @@ pub struct Header {
     pub wall_clock_start: Option<u64>,
 }
 
+impl Header {
+    /// A header for a trace of another origin (generated, built by hand),
+    /// with the built-in event table and no start time.
+    pub fn other(machine: Machine, description: &str) -> Header {
+        Header {
+            machine,
+            events: crate::event::EventTable::default(),
+            provenance: Provenance::Other { description: description.into() },
+            wall_clock_start: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

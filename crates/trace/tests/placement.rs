@@ -6,24 +6,11 @@ use warmcore_trace::placement::{Placement, Placements};
 use warmcore_trace::*;
 
 fn header(n: u32) -> Header {
-    Header {
-        machine: Machine::flat("test", n),
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "test".into() },
-        wall_clock_start: None,
-    }
+    Header::other(Machine::flat("test", n), "test")
 }
 
-fn e(cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> CpuEvent {
-    CpuEvent { cpu, ev: Event::new(ts, pid, id, a, b) }
-}
-fn switch(cpu: u32, ts: u64, prev: u32, next: u32, state: u32) -> CpuEvent {
-    e(cpu, ts, prev, ids::CTX_SWITCH, next, state)
-}
-/// A wake-up of `pid` recorded on `cpu`, placed on `target`, by `waker`.
-fn wake(cpu: u32, ts: u64, pid: u32, target: u32, waker: u32) -> CpuEvent {
-    e(cpu, ts, pid, ids::WAKEUP, target, waker)
-}
+// The builders of hand-made traces: an event, a switch, a wake-up.
+use warmcore_trace::event::build::{event as e, switch, wakeup as wake};
 
 fn run(n: u32, evs: &[CpuEvent]) -> (stats::Stats, Placement) {
     let mut p = Placements::new(&header(n));

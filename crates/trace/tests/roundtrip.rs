@@ -2,12 +2,7 @@
 use warmcore_trace::*;
 
 fn header(n: u32) -> Header {
-    Header {
-        machine: Machine::flat("test", n),
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "test".into() },
-        wall_clock_start: None,
-    }
+    Header::other(Machine::flat("test", n), "test")
 }
 
 /// Events on 4 CPUs, pushed interleaved, with a chunk size that splits them.

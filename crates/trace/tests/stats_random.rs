@@ -188,12 +188,7 @@ fn header(n: u32) -> Header {
     machine.freq_min_khz = 1_000_000;
     machine.freq_base_khz = 2_000_000;
     machine.freq_max_khz = 3_000_000;
-    Header {
-        machine,
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "random".into() },
-        wall_clock_start: None,
-    }
+    Header::other(machine, "random")
 }
 
 fn generate(ncpu: usize, ntasks: u32, steps: usize, seed: u64) -> Sim {

@@ -14,23 +14,11 @@ fn header(n: u32, freq: Option<(u32, u32)>) -> Header {
         machine.freq_base_khz = lo;
         machine.freq_max_khz = hi;
     }
-    Header {
-        machine,
-        events: EventTable::default(),
-        provenance: Provenance::Other { description: "test".into() },
-        wall_clock_start: None,
-    }
+    Header::other(machine, "test")
 }
 
-fn e(cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> CpuEvent {
-    CpuEvent { cpu, ev: Event::new(ts, pid, id, a, b) }
-}
-fn switch(cpu: u32, ts: u64, prev: u32, next: u32, state: u32) -> CpuEvent {
-    e(cpu, ts, prev, ids::CTX_SWITCH, next, state)
-}
-fn wake(cpu: u32, ts: u64, pid: u32, target: u32, waker: u32) -> CpuEvent {
-    e(cpu, ts, pid, ids::WAKEUP, target, waker)
-}
+// The builders of hand-made traces: an event, a switch, a wake-up.
+use warmcore_trace::event::build::{event as e, switch, wakeup as wake};
 
 fn run(h: &Header, evs: &[CpuEvent]) -> Stats {
     let mut a = Analyzer::new(h);
