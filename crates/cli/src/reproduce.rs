@@ -68,7 +68,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {
         println!("claim {} {}: {}", c.id, c.grade.label(), c.sim_value);
-        if let Some(b) = &c.band {
+        for b in c.bands() {
             println!("claim {} band: {}", c.id, warmcore_reproduce::band_line(b));
         }
     }
