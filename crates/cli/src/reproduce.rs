@@ -35,13 +35,14 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "auto|ADDRESS")]
     pub ray: Option<String>,
     /// Also run each claim not reproduced across the plausible range of the
-    /// unknown it hangs on (declared in its module with the range's source):
-    /// a sweep per claim in OUT/bands/ (resumed if run again), three seeds a
-    /// point, at the sizes of this run (--quick's or the full ones). report.md
-    /// and claims.json (a `band` field) then say whether the paper's figure
-    /// lies inside the band: "consistent under a stated assumption" (at which
-    /// value) or "outside the model's range". Tens of minutes on two CPUs
-    /// with --quick.
+    /// unknown it hangs on (declared in its module with the range's source;
+    /// two unknowns run as a grid): a sweep per band in OUT/bands/ (resumed
+    /// if run again), three seeds a point, at the sizes of this run
+    /// (--quick's or the full ones). report.md and claims.json (a `band`
+    /// field, and `further_bands` for a claim with more than one) then say
+    /// whether the paper's figure lies inside the band: "consistent under a
+    /// stated assumption" (at which value) or "outside the model's range".
+    /// Tens of minutes on two CPUs with --quick.
     #[arg(long)]
     pub bands: bool,
 }
@@ -68,7 +69,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let yes = w.claims.iter().filter(|c| c.reproduced).count();
     for c in &w.claims {
         println!("claim {} {}: {}", c.id, c.grade.label(), c.sim_value);
-        if let Some(b) = &c.band {
+        for b in c.bands() {
             println!("claim {} band: {}", c.id, warmcore_reproduce::band_line(b));
         }
     }

@@ -29,7 +29,7 @@ pub use warmcore_sweep::{Engine, Job};
 
 pub mod bands;
 mod claims;
-pub use bands::{Band, BandResult, Param, Unknown, Verdict};
+pub use bands::{Band, BandResult, Param, Unknown, UnknownResult, Verdict};
 pub use claims::{all_claims, Setup};
 pub mod real;
 
@@ -152,9 +152,10 @@ pub struct Claim {
     pub needs: Vec<String>,
     pub runs: Vec<RunSpec>,
     pub check: fn(&Results, &Setup) -> Result<Outcome, String>,
-    /// The unknown the claim hangs on, where it is not reproduced, and how
-    /// `--bands` runs it across its range.
-    pub band: Option<Band>,
+    /// The unknowns the claim hangs on, where it is not reproduced, and how
+    /// `--bands` runs it across their ranges: a band a part of the claim
+    /// that hangs on a number of its own.
+    pub bands: Vec<Band>,
 }
 
 impl Claim {
@@ -503,9 +504,12 @@ pub struct ClaimResult {
     /// True for the grade "reproduced" only.
     pub reproduced: bool,
     pub note: String,
-    /// With `--bands`: the claim across its unknown's range.
+    /// With `--bands`: the claim across its (first) band's range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band: Option<BandResult>,
+    /// With `--bands`: the claim's other bands, where it has more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub further_bands: Vec<BandResult>,
 }
 
 #[derive(Serialize)]
@@ -640,6 +644,7 @@ pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
                 reproduced: o.reproduced,
                 note: o.note,
                 band: None,
+                further_bands: Vec::new(),
             }
         })
         .collect();
@@ -673,14 +678,18 @@ pub fn reproduce(opts: &Options) -> Result<Written, ReproduceError> {
 /// skips the rest; what finished is kept.
 fn run_bands(claims: &[Claim], res: &mut [ClaimResult], s: &Setup, opts: &Options) -> Result<(), String> {
     let todo: Vec<(&Claim, &mut ClaimResult)> =
-        claims.iter().zip(res.iter_mut()).filter(|(c, r)| c.band.is_some() && r.grade != Grade::Reproduced).collect();
+        claims.iter().zip(res.iter_mut()).filter(|(c, r)| !c.bands.is_empty() && r.grade != Grade::Reproduced).collect();
     eprintln!("bands: {} claim(s) not reproduced with an unknown declared", todo.len());
     let stop = AtomicBool::new(false);
     for (c, r) in todo {
-        if let Some(b) = &c.band {
-            let band = bands::run_band(c.id, b, s, &opts.out, &opts.engine, &stop)?;
+        for (n, b) in c.bands.iter().enumerate() {
+            let band = bands::run_band(c.id, n, b, s, &opts.out, &opts.engine, &stop)?;
             eprintln!("bands: claim {}: {}", c.id, band_line(&band));
-            r.band = Some(band);
+            if r.band.is_none() {
+                r.band = Some(band);
+            } else {
+                r.further_bands.push(band);
+            }
         }
     }
     Ok(())
@@ -694,26 +703,73 @@ fn num(x: f64) -> String {
     }
 }
 
+impl BandResult {
+    /// The unknowns, the first first.
+    pub fn unknowns(&self) -> Vec<&UnknownResult> {
+        std::iter::once(&self.first).chain(&self.second).collect()
+    }
+
+    /// Each unknown's range, joined by " by ".
+    fn ranges(&self) -> String {
+        let r: Vec<String> =
+            self.unknowns().iter().map(|u| format!("{} from {} to {} {}", u.unknown, num(u.range[0]), num(u.range[1]), u.unit)).collect();
+        r.join(" by ")
+    }
+
+    /// The measure at the range's ends, or at the grid's corners.
+    fn ends(&self) -> String {
+        let end = |x: Option<f64>| x.map_or("-".into(), num);
+        match (&self.second, self.at_corners) {
+            (Some(w), Some(c)) => {
+                let u = &self.first;
+                let mut out = Vec::new();
+                for (i, v) in u.range.iter().enumerate() {
+                    for (j, x) in w.range.iter().enumerate() {
+                        out.push(format!("{} ({} {}, {} {})", end(c[i][j]), num(*v), u.unit, num(*x), w.unit));
+                    }
+                }
+                out.join(", ")
+            }
+            _ => format!("{} {} at the ends", end(self.at_ends[0]), end(self.at_ends[1])),
+        }
+    }
+
+    /// Where a consistent band meets the paper's figure: " (at ...)".
+    fn at(&self) -> String {
+        let mut at = Vec::new();
+        if let Some(v) = self.at_value {
+            at.push(format!("{} {}", num(v), self.first.unit));
+        }
+        if let (Some(v), Some(w)) = (self.at_second_value, &self.second) {
+            at.push(format!("{} {}", num(v), w.unit));
+        }
+        if at.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {})", at.join(", "))
+        }
+    }
+
+    fn paper_text(&self) -> String {
+        if self.paper[0] == self.paper[1] {
+            num(self.paper[0])
+        } else {
+            format!("{} to {}", num(self.paper[0]), num(self.paper[1]))
+        }
+    }
+}
+
+impl ClaimResult {
+    /// Every band of the claim that was run.
+    pub fn bands(&self) -> impl Iterator<Item = &BandResult> {
+        self.band.iter().chain(&self.further_bands)
+    }
+}
+
 /// A band in one line: the band, the paper's figure and the verdict.
 pub fn band_line(b: &BandResult) -> String {
-    let paper = if b.paper[0] == b.paper[1] { num(b.paper[0]) } else { format!("{} to {}", num(b.paper[0]), num(b.paper[1])) };
     let whole = b.band.map_or("none".into(), |[lo, hi]| format!("{} to {}", num(lo), num(hi)));
-    let end = |x: Option<f64>| x.map_or("-".into(), num);
-    let mut s = format!(
-        "{} from {} to {} {}: {} {} at the ends, band {}; paper {}: {}",
-        b.unknown,
-        num(b.range[0]),
-        num(b.range[1]),
-        b.unit,
-        end(b.at_ends[0]),
-        end(b.at_ends[1]),
-        whole,
-        paper,
-        b.verdict.label()
-    );
-    if let Some(v) = b.at_value {
-        s.push_str(&format!(" (at {} {})", num(v), b.unit));
-    }
+    let mut s = format!("{}: {}, band {}; paper {}: {}{}", b.ranges(), b.ends(), whole, b.paper_text(), b.verdict.label(), b.at());
     if let Some(m) = &b.missing {
         s.push_str(&format!("; missing: {m}"));
     }
@@ -722,54 +778,64 @@ pub fn band_line(b: &BandResult) -> String {
 
 /// report.md's section of the bands.
 pub fn bands_md(res: &[ClaimResult]) -> String {
-    let with: Vec<(&ClaimResult, &BandResult)> = res.iter().filter_map(|r| r.band.as_ref().map(|b| (r, b))).collect();
+    let with: Vec<(&ClaimResult, &BandResult)> = res.iter().flat_map(|r| r.bands().map(move |b| (r, b))).collect();
     if with.is_empty() {
         return String::new();
     }
     let mut s = String::from(
         "\n## Bands\n\nEach claim not reproduced, run across the plausible range of the unknown it hangs on (its source \
-         beside it; the range is never fitted to the paper's figure), three seeds a point. *consistent under a stated \
-         assumption*: the paper's figure lies inside the band of simulated values, at the value of the unknown given; \
-         *outside the model's range*: no value in the range gives it.\n\n\
+         beside it; the range is never fitted to the paper's figure), three seeds a point; with two unknowns, over the \
+         grid of their points. *consistent under a stated assumption*: the paper's figure lies inside the band of \
+         simulated values, at the value of the unknown given; *outside the model's range*: no value in the range gives \
+         it.\n\n\
          | claim | unknown | parameter | range | model | measure | at the range's ends | band | paper | verdict |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (r, b) in &with {
-        let end = |x: Option<f64>| x.map_or("-".into(), num);
+        let each = |f: &dyn Fn(&UnknownResult) -> String| b.unknowns().iter().map(|u| f(u)).collect::<Vec<_>>().join("; ");
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} to {} {} | {} | {} | {}, {} | {} | {} | {}{} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}{} |",
             r.id,
-            md_cell(&b.unknown),
-            md_cell(&b.parameter),
-            num(b.range[0]),
-            num(b.range[1]),
-            b.unit,
-            num(b.model_value),
+            md_cell(&each(&|u| u.unknown.clone())),
+            md_cell(&each(&|u| u.parameter.clone())),
+            each(&|u| format!("{} to {} {}", num(u.range[0]), num(u.range[1]), u.unit)),
+            each(&|u| num(u.model_value)),
             md_cell(&b.measure),
-            end(b.at_ends[0]),
-            end(b.at_ends[1]),
+            md_cell(&b.ends()),
             b.band.map_or("-".into(), |[lo, hi]| format!("{} to {}", num(lo), num(hi))),
-            if b.paper[0] == b.paper[1] { num(b.paper[0]) } else { format!("{} to {}", num(b.paper[0]), num(b.paper[1])) },
+            b.paper_text(),
             b.verdict.label(),
-            b.at_value.map_or(String::new(), |v| format!(" (at {} {})", num(v), b.unit)),
+            b.at(),
         );
     }
     for (r, b) in &with {
         let pts: Vec<String> = b
             .points
             .iter()
-            .map(|p| match (p.sim, &p.error) {
-                (Some(x), _) => format!("{} {}: {}", num(p.value), b.unit, num(x)),
-                (None, e) => format!("{} {}: failed ({})", num(p.value), b.unit, e.as_deref().unwrap_or("")),
+            .map(|p| {
+                let mut at = format!("{} {}", num(p.value), b.first.unit);
+                if let (Some(v), Some(w)) = (p.second_value, &b.second) {
+                    at.push_str(&format!(", {} {}", num(v), w.unit));
+                }
+                match (p.sim, &p.error) {
+                    (Some(x), _) => format!("{at}: {}", num(x)),
+                    (None, e) => format!("{at}: failed ({})", e.as_deref().unwrap_or("")),
+                }
             })
             .collect();
+        // The unknown is named just before; with two, each source says whose.
+        let sources: Vec<String> = match &b.second {
+            None => vec![b.first.source.clone()],
+            Some(_) => b.unknowns().iter().map(|u| format!("{}: {}", u.unknown, u.source)).collect(),
+        };
         let _ = writeln!(
             s,
-            "\nClaim {}: {}. Source of the range: {} Points: {}.{} Runs: {}/results.parquet.",
+            "\nClaim {}: {}. Source of the range{}: {} Points: {}.{} Runs: {}/results.parquet.",
             r.id,
-            b.unknown,
-            b.source,
+            b.unknowns().iter().map(|u| u.unknown.as_str()).collect::<Vec<_>>().join(" by "),
+            if b.second.is_some() { "s" } else { "" },
+            sources.join(" "),
             pts.join("; "),
             b.missing.as_ref().map_or(String::new(), |m| format!(" Missing from the model: {m}.")),
             b.sweep

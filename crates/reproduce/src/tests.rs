@@ -780,22 +780,15 @@ fn nest_lowers_the_replayed_configures_underload() {
 }
 
 /// An unknown over 1, 2 and 4, for the bands' tests.
-const U: Unknown = Unknown {
-    name: "a work item",
-    param: Param::Workload { workload: "mkl-dnn", key: "item_us" },
-    unit: "us",
-    model: 2.0,
-    points: &[1.0, 2.0, 4.0],
-    source: "none",
-};
+const U: Unknown = Unknown::new("a work item", Param::Workload { workload: "mkl-dnn", key: "item_us" }, "us", 2.0, &[1.0, 2.0, 4.0], "none");
 
 fn points(sims: &[Option<f64>]) -> Vec<bands::Point> {
-    U.points.iter().zip(sims).map(|(&value, &sim)| bands::Point { value, sim, error: None }).collect()
+    U.points.iter().zip(sims).map(|(&value, &sim)| bands::Point { value, second_value: None, sim, error: None }).collect()
 }
 
 #[test]
 fn a_paper_figure_inside_the_band_is_consistent_at_the_value_where_the_band_meets_it() {
-    let b = bands::judge(&U, "loss, %", (-80.0, -80.0), "a mechanism", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "d".into());
+    let b = bands::judge(&[U], "loss, %", (-80.0, -80.0), "a mechanism", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "d".into());
     assert_eq!(b.verdict, Verdict::Consistent);
     assert_eq!(b.band, Some([-200.0, -20.0]));
     assert_eq!(b.at_ends, [Some(-200.0), Some(-20.0)]);
@@ -804,20 +797,20 @@ fn a_paper_figure_inside_the_band_is_consistent_at_the_value_where_the_band_meet
     assert_eq!(b.missing, None);
     // A paper range that only overlaps the band is consistent too, at a
     // value inside both.
-    let b = bands::judge(&U, "gain, %", (10.0, 37.0), "", points(&[Some(0.0), Some(5.0), Some(12.0)]), "d".into());
+    let b = bands::judge(&[U], "gain, %", (10.0, 37.0), "", points(&[Some(0.0), Some(5.0), Some(12.0)]), "d".into());
     assert_eq!(b.verdict, Verdict::Consistent);
     assert!(b.at_value.unwrap() > 2.0 && b.at_value.unwrap() <= 4.0, "{:?}", b.at_value);
 }
 
 #[test]
 fn a_paper_figure_outside_the_band_names_the_missing_mechanism() {
-    let b = bands::judge(&U, "loss, %", (-24.7, -24.7), "pipes", points(&[Some(0.0), None, Some(1.0)]), "d".into());
+    let b = bands::judge(&[U], "loss, %", (-24.7, -24.7), "pipes", points(&[Some(0.0), None, Some(1.0)]), "d".into());
     assert_eq!(b.verdict, Verdict::Outside);
     assert_eq!(b.band, Some([0.0, 1.0]));
     assert_eq!((b.at_value, b.missing.as_deref()), (None, Some("pipes")));
     // The point that failed is in the band's list, without a value.
     assert_eq!(b.points[1].sim, None);
-    let none = bands::judge(&U, "loss, %", (-24.7, -24.7), "pipes", points(&[None, None, None]), "d".into());
+    let none = bands::judge(&[U], "loss, %", (-24.7, -24.7), "pipes", points(&[None, None, None]), "d".into());
     assert_eq!((none.verdict, none.band, none.missing), (Verdict::NotMeasured, None, None));
 }
 
@@ -833,10 +826,11 @@ fn claims_json_has_a_band_field_only_with_bands() {
         reproduced: false,
         note: "n".into(),
         band: None,
+        further_bands: Vec::new(),
     };
     let v = serde_json::to_value(&r).unwrap();
     assert!(v.get("band").is_none(), "{v}");
-    r.band = Some(bands::judge(&U, "loss, %", (-80.0, -80.0), "", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "bands/claim-3".into()));
+    r.band = Some(bands::judge(&[U], "loss, %", (-80.0, -80.0), "", points(&[Some(-200.0), Some(-100.0), Some(-20.0)]), "bands/claim-3".into()));
     let v = serde_json::to_value(&r).unwrap();
     let b = &v["band"];
     assert_eq!(b["verdict"], "consistent under a stated assumption");
@@ -853,25 +847,156 @@ fn claims_json_has_a_band_field_only_with_bands() {
 fn a_band_sets_a_workload_parameter_or_a_machine_field() {
     assert_eq!(bands::set_param("mkl-dnn", "item_us", 25.0), "mkl-dnn:item_us=25");
     assert_eq!(bands::set_param("unixbench:test=2,pipe_us=3", "pipe_us", 0.5), "unixbench:test=2,pipe_us=0.5");
-    let text = bands::derive_machine(G5218, "dvfs.hw_tau_up_ms", 0.5).unwrap();
+    let text = bands::derive_machine(G5218, &[("dvfs.hw_tau_up_ms", 0.5)]).unwrap();
     let m = Machine::from_toml(&text, "x").unwrap();
     assert_eq!(m.spec.dvfs.hw_tau_up_ms, 0.5);
-    let m = Machine::from_toml(&bands::derive_machine(G5218, "idle.C6.power_w", 0.4).unwrap(), "x").unwrap();
+    let m = Machine::from_toml(&bands::derive_machine(G5218, &[("idle.C6.power_w", 0.4)]).unwrap(), "x").unwrap();
     assert_eq!(m.spec.idle.iter().find(|i| i.name == "C6").unwrap().power_w, 0.4);
-    assert!(bands::derive_machine(G5218, "dvfs.no_such", 1.0).is_err());
+    assert!(bands::derive_machine(G5218, &[("dvfs.no_such", 1.0)]).is_err());
     // A value the simulator refuses is refused here, before any run.
-    assert!(bands::derive_machine(G5218, "dvfs.hw_tau_up_ms", -1.0).is_err());
+    assert!(bands::derive_machine(G5218, &[("dvfs.hw_tau_up_ms", -1.0)]).is_err());
 }
 
 #[test]
 fn every_declared_band_reads_cells_its_claim_runs_and_names_a_source() {
     let s = Setup::new(true);
     for c in all_claims(&s) {
-        let Some(b) = &c.band else { continue };
-        assert!(!b.unknown.source.is_empty() && b.unknown.points.len() >= 2, "claim {}", c.id);
-        assert!(b.unknown.points.windows(2).all(|w| w[0] < w[1]), "claim {}: points increase", c.id);
-        for cell in (b.cells)(&s) {
-            assert!(c.runs.iter().any(|r| r.cell == cell), "claim {}: {} is not among its runs", c.id, cell.label());
+        for b in &c.bands {
+            assert!((1..=bands::MAX_UNKNOWNS).contains(&b.unknowns.len()), "claim {}", c.id);
+            for u in &b.unknowns {
+                assert!(!u.source.is_empty() && u.points.len() >= 2, "claim {}", c.id);
+                assert!(u.points.windows(2).all(|w| w[0] < w[1]), "claim {}: points increase", c.id);
+                assert!(u.points.contains(&u.model), "claim {}: {}'s model value is among its points", c.id, u.name);
+            }
+            let cells = (b.cells)(&s);
+            assert!(!cells.is_empty(), "claim {}", c.id);
+            for cell in cells {
+                assert!(c.runs.iter().any(|r| r.cell == cell), "claim {}: {} is not among its runs", c.id, cell.label());
+                // Every point of the grid makes a cell the simulator takes.
+                for values in b.grid() {
+                    let a = bands::apply(&cell, &b.unknowns, &values, None);
+                    let machine_field = b.unknowns.iter().any(|u| matches!(u.param, Param::Machine { .. }));
+                    if !machine_field {
+                        let a = a.unwrap_or_else(|e| panic!("claim {}: {e}", c.id));
+                        let (name, params) = warmcore_sim::parse_spec(&a.workload);
+                        let m = Machine::load(&a.machine).unwrap();
+                        warmcore_sim::workloads::build(name, &params, &m)
+                            .unwrap_or_else(|e| panic!("claim {}: {}: {e}", c.id, a.workload));
+                    }
+                }
+            }
         }
     }
+}
+
+/// A second unknown over 10 and 30, for the bands of two.
+const W: Unknown = Unknown::new("a wait", Param::Workload { workload: "mkl-dnn", key: "wait_us" }, "ms", 10.0, &[10.0, 30.0], "none");
+
+/// The grid of U by W with the given measures, the first unknown outermost.
+fn grid_points(sims: &[Option<f64>]) -> Vec<bands::Point> {
+    let grid = Band::new(&[U, W], "m", (0.0, 0.0), |_| vec![], |_, _| Ok(0.0)).grid();
+    grid.iter().zip(sims).map(|(v, &sim)| bands::Point { value: v[0], second_value: Some(v[1]), sim, error: None }).collect()
+}
+
+#[test]
+fn a_band_of_two_unknowns_runs_their_grid_and_gives_its_corners() {
+    let b = Band::new(&[U, W], "m", (0.0, 0.0), |_| vec![], |_, _| Ok(0.0));
+    let grid = b.grid();
+    assert_eq!(grid.len(), 6);
+    assert_eq!((grid[0].as_slice(), grid[1].as_slice(), grid[5].as_slice()), (&[1.0, 10.0][..], &[1.0, 30.0][..], &[4.0, 30.0][..]));
+    // Along U the measure is flat at the second's low end and rises at its
+    // high end: the paper's 15 is met only there, between 1 and 2.
+    let pts = grid_points(&[Some(0.0), Some(10.0), Some(0.0), Some(20.0), Some(0.0), Some(40.0)]);
+    let r = bands::judge(&[U, W], "m", (15.0, 15.0), "", pts.clone(), "d".into());
+    assert_eq!((r.verdict, r.band), (Verdict::Consistent, Some([0.0, 40.0])));
+    assert!((r.at_value.unwrap() - 1.5).abs() < 1e-9, "{:?}", r.at_value);
+    assert_eq!(r.at_second_value, Some(30.0));
+    assert_eq!(r.at_ends, [Some(0.0), Some(40.0)]);
+    assert_eq!(r.at_corners, Some([[Some(0.0), Some(10.0)], [Some(0.0), Some(40.0)]]));
+    // Met by no row along U, only across the rows: the nearest point.
+    let rows = grid_points(&[Some(1.0), Some(5.0), Some(1.0), Some(5.0), Some(1.0), Some(5.0)]);
+    let r = bands::judge(&[U, W], "m", (3.5, 3.5), "", rows, "d".into());
+    assert_eq!((r.verdict, r.at_value, r.at_second_value), (Verdict::Consistent, Some(1.0), Some(30.0)));
+    // Above the grid's every value: outside, with the missing mechanism.
+    let r = bands::judge(&[U, W], "m", (100.0, 100.0), "a mechanism", pts, "d".into());
+    assert_eq!((r.verdict, r.missing.as_deref(), r.at_value), (Verdict::Outside, Some("a mechanism"), None));
+    // claims.json gives both unknowns, their ranges and the corners.
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!((v["unknown"].as_str(), v["range"].clone()), (Some("a work item"), json!([1.0, 4.0])));
+    assert_eq!((v["second"]["unknown"].as_str(), v["second"]["range"].clone()), (Some("a wait"), json!([10.0, 30.0])));
+    assert_eq!(v["second"]["source"], "none");
+    assert_eq!(v["at_corners"], json!([[0.0, 10.0], [0.0, 40.0]]));
+    assert_eq!(v["points"][1]["second_value"], 30.0);
+    // A band of one has none of these fields.
+    let one = serde_json::to_value(bands::judge(&[U], "m", (1.0, 1.0), "", points(&[Some(0.0), Some(1.0), Some(2.0)]), "d".into())).unwrap();
+    assert!(one.get("second").is_none() && one.get("at_corners").is_none() && one["points"][0].get("second_value").is_none(), "{one}");
+}
+
+#[test]
+fn a_split_keeps_the_threads_and_refuses_what_does_not_divide() {
+    let split = Unknown::new("split", Param::Split { workload: "schbench", key: "message", keep: "workers" }, "", 2.0, &[1.0, 8.0], "none");
+    let c = Cell::new(E7, "schbench:message=2,workers=128,runtime_ms=1000", "cfs", "powersave");
+    let a = bands::apply(&c, &[split.clone()], &[8.0], None).unwrap();
+    assert_eq!(a.workload, "schbench:runtime_ms=1000,message=8,workers=32");
+    assert!(bands::apply(&c, &[split.clone()], &[3.0], None).unwrap_err().contains("cannot be split"));
+    // Another workload's cell is left as it is.
+    let h2 = Cell::new(E7, "h2", "cfs", "powersave");
+    assert_eq!(bands::apply(&h2, &[split], &[8.0], None).unwrap(), h2);
+}
+
+/// The small h2 of the real bands' test on the default machine.
+fn small_h2(_: &Setup) -> Vec<Cell> {
+    vec![Cell::new("default", "h2:threads=2,transactions=40", "cfs", "schedutil")]
+}
+
+fn h2_ms(r: &Results, s: &Setup) -> Result<f64, String> {
+    r.mean_of(&small_h2(s)[0], |x| x.makespan_ns as f64 / 1e6)
+}
+
+#[test]
+fn a_claim_with_two_bands_runs_both_and_a_band_of_two_runs_its_grid() {
+    let s = Setup::new(true);
+    let wait = Unknown::new("wait", Param::Workload { workload: "h2", key: "sleep_us" }, "us", 50.0, &[50.0, 2000.0], "none");
+    let split = Unknown::new("split", Param::Split { workload: "h2", key: "threads", keep: "transactions" }, "threads", 2.0, &[2.0, 8.0], "none");
+    let mut c = claim(7, &s);
+    c.bands = vec![
+        Band::new(&[wait.clone()], "h2 ms", (1e9, 1e9), small_h2, h2_ms),
+        Band::new(&[split, wait], "h2 ms", (0.0, 0.0), small_h2, h2_ms),
+    ];
+    let dir = std::env::temp_dir().join(format!("warmcore-reproduce-bands-{}", std::process::id()));
+    prepare_dir(&dir).unwrap();
+    let opts = Options { quick: true, only: Some(vec![7]), out: dir.clone(), engine: Engine::Local { jobs: 2 }, bands: true };
+    let mut res = vec![ClaimResult {
+        id: 7,
+        source: "s".into(),
+        claim: "c".into(),
+        paper_value: "p".into(),
+        sim_value: "v".into(),
+        grade: Grade::NotReproduced,
+        reproduced: false,
+        note: "n".into(),
+        band: None,
+        further_bands: Vec::new(),
+    }];
+    run_bands(&[c], &mut res, &s, &opts).unwrap();
+    let r = &res[0];
+    let (one, two) = (r.band.as_ref().unwrap(), &r.further_bands[0]);
+    assert_eq!((one.sweep.as_str(), two.sweep.as_str(), r.further_bands.len()), ("bands/claim-7", "bands/claim-7-2", 1));
+    assert!(dir.join("bands/claim-7/results.parquet").exists() && dir.join("bands/claim-7-2/results.parquet").exists());
+    // A longer wait between transactions makes h2 longer.
+    let [short, long] = one.at_ends.map(Option::unwrap);
+    assert!(long > short, "{short} {long}");
+    // The same transactions over four times the threads end sooner, at
+    // either wait; the grid's four points all ran.
+    assert_eq!(two.points.len(), 4);
+    let [[few_short, few_long], [many_short, many_long]] = two.at_corners.unwrap().map(|r| r.map(Option::unwrap));
+    assert!(many_short < few_short && many_long < few_long, "{:?}", two.at_corners);
+    assert!(few_long > few_short, "{:?}", two.at_corners);
+    // The paper's figures lie outside both bands, and the report shows both.
+    assert_eq!((one.verdict, two.verdict), (Verdict::Outside, Verdict::Outside));
+    let md = bands_md(&res);
+    assert!(md.contains("bands/claim-7/results") && md.contains("bands/claim-7-2/results") && md.contains("split; wait"), "{md}");
+    let v = serde_json::to_value(&res[0]).unwrap();
+    assert_eq!(v["further_bands"][0]["second"]["unknown"], "wait");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -47,7 +47,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["slocal".into(), "smove".into()],
         runs: s.runs(&cells, super::is_freq_figure),
         check,
-        band: None,
+        bands: Vec::new(),
     }
 }
 

@@ -35,7 +35,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["cfs".into()],
         runs: s.runs(&cells, super::is_freq_figure),
         check,
-        band: None,
+        bands: Vec::new(),
     }
 }
 

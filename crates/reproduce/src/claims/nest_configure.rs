@@ -50,7 +50,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["nest".into(), "smove".into(), SMOVE_UNSAMPLED_LOW.into()],
         runs: s.runs(&cells, is_underload_figure),
         check,
-        band: None,
+        bands: Vec::new(),
     }
 }
 

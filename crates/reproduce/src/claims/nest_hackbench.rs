@@ -30,7 +30,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["nest".into()],
         runs: s.runs(&[c.clone(), c.with_policy("nest")], |_| false),
         check,
-        band: None,
+        bands: Vec::new(),
     }
 }
 

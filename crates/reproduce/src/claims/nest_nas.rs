@@ -28,7 +28,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["nest".into()],
         runs: s.runs(&cells, |_| false),
         check,
-        band: None,
+        bands: Vec::new(),
     }
 }
 

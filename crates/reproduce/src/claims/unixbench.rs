@@ -36,7 +36,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec![HAIKU_OLD.into(), HAIKU_NEW.into()],
         runs: s.runs(&cells, |_| false),
         check,
-        band: band(),
+        bands: bands(),
     }
 }
 
@@ -182,29 +182,31 @@ fn check(r: &Results, _s: &Setup) -> Result<Outcome, String> {
 
 /// The cost of a pipe operation on the post's Core 2 Duo: what the size of
 /// context switching's change hangs on (the note above).
-const PIPE_OP: Unknown = Unknown {
-    name: "a pipe write or read on the post's Core 2 Duo under Haiku",
-    param: Param::Workload { workload: "unixbench", key: "pipe_us" },
-    unit: "us",
-    model: 2.0,
-    points: &[1.0, 2.0, 20.0],
-    source: "the post gives UnixBench's scores, not the cost of one pipe operation, and no source measures Haiku's pipes \
-             on that machine; the model's 2 us is an ASSUMPTION and the range a wide one, from about the halt's exit \
-             (1 us) to ten times the model's.",
-};
+const PIPE_OP: Unknown = Unknown::new(
+    "a pipe write or read on the post's Core 2 Duo under Haiku",
+    Param::Workload { workload: "unixbench", key: "pipe_us" },
+    "us",
+    2.0,
+    &[1.0, 2.0, 20.0],
+    "the post gives UnixBench's scores, not the cost of one pipe operation, and no source measures Haiku's pipes on \
+     that machine; the model's 2 us is an ASSUMPTION and the range a wide one, from about the halt's exit (1 us) to \
+     ten times the model's.",
+);
 
-fn band() -> Option<Band> {
+fn bands() -> Vec<Band> {
     let ctx = &HAIKU_TESTS[0];
-    Some(Band {
-        unknown: PIPE_OP,
-        measure_name: "context switching, 1 thread, new scheduler against the old, %",
-        paper: (ctx.paper[0], ctx.paper[0]),
-        missing: "what the post ties the loss to, the new scheduler keeping the pipe's two threads on cores of their own: \
-                  alone on the machine, both schedulers place the pair alike in the model",
-        cells: |_| {
+    let band = Band::new(
+        &[PIPE_OP],
+        "context switching, 1 thread, new scheduler against the old, %",
+        (ctx.paper[0], ctx.paper[0]),
+        |_| {
             let old = old_cell(&HAIKU_TESTS[0], COPIES[0]);
             vec![old.clone(), old.with_policy(HAIKU_NEW)]
         },
-        measure: |r, _| r.improvement(&old_cell(&HAIKU_TESTS[0], COPIES[0]).with_policy(HAIKU_NEW), HAIKU_OLD),
-    })
+        |r, _| r.improvement(&old_cell(&HAIKU_TESTS[0], COPIES[0]).with_policy(HAIKU_NEW), HAIKU_OLD),
+    );
+    vec![band.missing(
+        "what the post ties the loss to, the new scheduler keeping the pipe's two threads on cores of their own: alone \
+         on the machine, both schedulers place the pair alike in the model",
+    )]
 }

@@ -39,7 +39,7 @@ pub(super) fn claim(s: &Setup) -> Claim {
         needs: vec!["slocal".into(), "smove".into()],
         runs: s.runs(&cells, |_| false),
         check,
-        band: band(),
+        bands: bands(),
     }
 }
 
@@ -127,31 +127,33 @@ fn check(r: &Results, s: &Setup) -> Result<Outcome, String> {
 
 /// mkl-dnn's work item between two barriers: what S_local's loss there
 /// hangs on (the note above), which no source gives.
-const MKL_ITEM: Unknown = Unknown {
-    name: "mkl-dnn's work item between barriers",
-    param: Param::Workload { workload: "mkl-dnn", key: "item_us" },
-    unit: "us",
-    model: 100.0,
-    points: &[25.0, 100.0, 1000.0],
-    source: "no source gives the length of mkl-dnn's work between barriers on the E7 (Fewer Cores, More Hertz, \
-             section 4.1, names the benchmark only); the model's 100 us is an ASSUMPTION, and the range is a wide one, \
-             from a fraction of a 4 ms tick to a quarter of it.",
-};
+const MKL_ITEM: Unknown = Unknown::new(
+    "mkl-dnn's work item between barriers",
+    Param::Workload { workload: "mkl-dnn", key: "item_us" },
+    "us",
+    100.0,
+    &[25.0, 100.0, 1000.0],
+    "no source gives the length of mkl-dnn's work between barriers on the E7 (Fewer Cores, More Hertz, section 4.1, \
+     names the benchmark only); the model's 100 us is an ASSUMPTION, and the range is a wide one, from a fraction of \
+     a 4 ms tick to a quarter of it.",
+);
 
-fn band() -> Option<Band> {
-    Some(Band {
-        unknown: MKL_ITEM,
-        measure_name: "S_local against CFS on mkl-dnn, %",
-        paper: (MKL_SLOCAL_PCT, MKL_SLOCAL_PCT),
-        missing: "what spread the threads S_local stacks at each barrier sooner in the paper than the model's balancing \
-                  does (the paper credits daemons that wake and block, which the model runs: the note above); not identified",
-        cells: |s| {
+fn bands() -> Vec<Band> {
+    let band = Band::new(
+        &[MKL_ITEM],
+        "S_local against CFS on mkl-dnn, %",
+        (MKL_SLOCAL_PCT, MKL_SLOCAL_PCT),
+        |s| {
             let [(_, mkl), ..] = workloads(s);
             vec![mkl.clone(), mkl.with_policy("slocal")]
         },
-        measure: |r, s| {
+        |r, s| {
             let [(_, mkl), ..] = workloads(s);
             r.improvement(&mkl.with_policy("slocal"), "cfs")
         },
-    })
+    );
+    vec![band.missing(
+        "what spread the threads S_local stacks at each barrier sooner in the paper than the model's balancing does (the \
+         paper credits daemons that wake and block, which the model runs: the note above); not identified",
+    )]
 }
