@@ -27,8 +27,11 @@
  *  4. the built-in selection, which spreads over idle cores, cold ones
  *     included, when the warm set has none idle: the load needs more cores;
  *  5. else its previous core's queue, from which idle CPUs pull (the base).
- * There is no warmer thread and no reserve nest: a core is kept fast only
- * through its performance target while it is in a small set (warm_keeps).
+ * There is no warmer thread and no reserve nest: while the set is small, a
+ * core is kept fast through its performance target (warm_keeps) and, by the
+ * loader, out of deep idle through its PM QoS resume latency (pmqos_hold,
+ * as Nest's primary nest, section 3.2): the next link of a chain finds it
+ * in C0 at its frequency instead of leaving a deep idle state first.
  */
 
 const volatile u64 warm_window_ns = 4000000ULL;	/* how long a core stays warm */
@@ -79,6 +82,7 @@ static void warm_join(s32 cpu, struct cpu_ctx *c, u64 now)
 	was = m && bpf_cpumask_test_and_set_cpu(cpu, m);
 	bpf_rcu_read_unlock();
 	if (!was && m) {
+		pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
 		__sync_fetch_and_add(&nr_warm, 1);
 		stat_add(WC_ST_WARM_JOINED, 1);
 	}
@@ -94,6 +98,7 @@ static void warm_leave(struct bpf_cpumask *m, s32 cpu, bool perf)
 
 	if (!bpf_cpumask_test_and_clear_cpu(cpu, m))
 		return;
+	pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 0;
 	__sync_fetch_and_sub(&nr_warm, 1);
 	stat_add(WC_ST_WARM_LEFT, 1);
 	c = cpu_ctx(cpu);
