@@ -54,8 +54,8 @@ pub enum Policy {
     /// of 700/1000, leaving the others idle.
     HaikuPowerSaving = 5,
     /// warm, warmcore's own (docs/warm.md): a woken task keeps its idle
-    /// warm CPU, a forked one queues on its parent's (or takes its parent's
-    /// previous child's), else the
+    /// warm CPU, a forked one queues on its parent's (unless the set is
+    /// held in polling; or takes its parent's previous child's), else the
     /// lowest idle CPU of the warm set (CPUs a task ran on in the last
     /// --warm-window-us), else any idle CPU. Frequency: while the warm set
     /// has at most --warm-perf-cpus CPUs, they ask for the highest
@@ -475,6 +475,8 @@ impl Settings {
         set("warm_fork", 0, !self.warm_no_fork as u64);
         set("warm_compact", 0, !self.warm_no_compact as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
+        let held = self.warm(topo) == NestWarm::Pmqos;
+        set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });
         g
     }
 }

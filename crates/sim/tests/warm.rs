@@ -22,16 +22,21 @@ fn cpus(evs: &[(u32, Event)]) -> std::collections::BTreeSet<u32> {
 fn warm_keeps_a_fork_wait_chain_on_two_cpus() {
     for &name in MACHINES {
         let m = common::quiet(name);
-        // Each child queues on its parent's CPU (and the idle CPU kicked
-        // then pulls it before the parent waits: docs/warm.md).
-        let (out, _) = simulate(&m, Governor::Powersave, "scx:warm", fork_wait_chain(100));
+        // Not held in polling: each child queues on its parent's CPU (and
+        // the idle CPU kicked then pulls it before the parent waits:
+        // docs/warm.md).
+        let (out, _) = simulate(&m, Governor::Powersave, "scx:warm:poll_cpus=0", fork_wait_chain(100));
         assert!(stat(&out, "warm_local") >= 100, "{name}: {}", out.policy_stats);
-        // Without it, each child after the first goes where its elder
-        // sibling ran.
-        let (out, evs) = simulate(&m, Governor::Powersave, "scx:warm:local=off", fork_wait_chain(100));
+        // Held in polling (the default), or without step 3, each child after
+        // the first goes where its elder sibling ran.
+        for policy in ["scx:warm", "scx:warm:local=off,poll_cpus=0"] {
+            let (out, evs) = simulate(&m, Governor::Powersave, policy, fork_wait_chain(100));
+            let warm = cpus(&evs);
+            assert!(warm.len() <= 2, "{name}: {policy}: the chain ran on {warm:?}");
+            assert!(stat(&out, "warm_fork") >= 95 && stat(&out, "warm_local") == 0, "{name}: {policy}: {}", out.policy_stats);
+        }
+        let (_, evs) = simulate(&m, Governor::Powersave, "scx:warm:local=off", fork_wait_chain(100));
         let warm = cpus(&evs);
-        assert!(warm.len() <= 2, "{name}: local=off: the chain ran on {warm:?}");
-        assert!(stat(&out, "warm_fork") >= 95, "{name}: {}", out.policy_stats);
         let (_, evs) = simulate(&m, Governor::Powersave, "scx:default", fork_wait_chain(100));
         assert!(warm.len() < cpus(&evs).len(), "{name}: warm {warm:?}, default {:?}", cpus(&evs));
         // Without either and the search, the built-in selection takes the
@@ -47,8 +52,9 @@ fn warm_a_child_whose_parent_runs_on_is_pulled_by_an_idle_cpu() {
     for &name in MACHINES {
         let m = common::quiet(name);
         // The parent computes 6 ms after the fork: an idle CPU, kicked when
-        // the child was queued, takes it after its idle state's exit.
-        let (out, evs) = simulate(&m, Governor::Powersave, "scx:warm", common::fork_then(false));
+        // the child was queued, takes it after its idle state's exit (a
+        // set not held in polling: step 3 applies).
+        let (out, evs) = simulate(&m, Governor::Powersave, "scx:warm:poll_cpus=0", common::fork_then(false));
         let child = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
         let on = ran_on(&evs, child);
         assert!(on.len() == 1 && on[0] != 0, "{name}: the child ran on {on:?}");

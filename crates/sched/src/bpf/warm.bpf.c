@@ -41,6 +41,9 @@ const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
+/* The loader holds the warm set in polling while it has at most this many
+ * CPUs (0: it does not hold it). */
+const volatile u32 warm_poll_cpus = 0;
 
 /* Read by the loader: the CPUs in the warm set. */
 u64 nr_warm;
@@ -167,6 +170,12 @@ static s32 warm_search(struct task_struct *p, s32 start, u64 now)
 	return found;
 }
 
+/* The loader holds the warm set in polling now (Settings::holds). */
+static __always_inline bool warm_polled(void)
+{
+	return warm_poll_cpus && nr_warm <= warm_poll_cpus;
+}
+
 /* @cpu is a warm idle CPU @p may use: claimed. */
 static __always_inline bool warm_take(struct task_struct *p, s32 cpu, u64 now)
 {
@@ -194,7 +203,12 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 		stat_add(WC_ST_WARM_PREV, 1);
 		goto found;
 	}
-	if (warm_local && (wake_flags & SCX_WAKE_FORK) && bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
+	/* A set held in polling has idle CPUs that wake at once and fast: the
+	 * steps below give the child one, without the race for the parent's
+	 * core (docs/warm.md); a larger set is a load of many forks
+	 * (hackbench), which the parent's core serves best. */
+	if (warm_local && (wake_flags & SCX_WAKE_FORK) && !warm_polled() &&
+	    bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
 		stat_add(WC_ST_WARM_LOCAL, 1);
 		return start;
 	}
