@@ -54,14 +54,16 @@ pub enum Policy {
     /// of 700/1000, leaving the others idle.
     HaikuPowerSaving = 5,
     /// warm, warmcore's own (docs/warm.md): a woken task keeps its idle
-    /// warm CPU, a forked one queues on its parent's (or takes its parent's
-    /// previous child's), else the
+    /// warm CPU, a forked one queues on its parent's (unless the set is
+    /// held in polling; or takes its parent's previous child's), else the
     /// lowest idle CPU of the warm set (CPUs a task ran on in the last
     /// --warm-window-us), else any idle CPU. Frequency: while the warm set
     /// has at most --warm-perf-cpus CPUs, they ask for the highest
     /// performance (scx_bpf_cpuperf_set) until they leave it, a window
     /// after their last run; a larger set and the other CPUs follow their
-    /// utilisation, so the governor lowers what is not used.
+    /// utilisation, so the governor lowers what is not used. Idle: while
+    /// the set has at most --warm-poll-cpus CPUs, they are held in the
+    /// polling idle state (PM QoS resume latency, restored at exit).
     Warm = 6,
 }
 
@@ -234,6 +236,11 @@ pub struct Settings {
     /// performance (0: never; they follow their utilisation).
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
     pub warm_perf_cpus: u32,
+    /// warm: the largest warm set whose CPUs are held in the polling idle
+    /// state through their PM QoS resume latency, as Nest's primary nest
+    /// (0: never; they use every idle state).
+    #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
+    pub warm_poll_cpus: u32,
 }
 
 /// Options that are no `scx:NAME` parameter: the policy is NAME, and the
@@ -398,14 +405,24 @@ impl Settings {
         Ok(())
     }
 
-    /// How Nest keeps its cores warm on this machine (off for other policies).
+    /// How Nest, or warm, keeps its cores warm on this machine (off for
+    /// other policies; warm only through PM QoS, where the files exist).
     pub fn warm(&self, topo: &Topology) -> NestWarm {
         match self.nest_warm {
+            _ if self.policy == Policy::Warm && self.warm_poll_cpus > 0 && topo.pmqos => NestWarm::Pmqos,
             _ if self.policy != Policy::Nest => NestWarm::Off,
             Some(m) => m,
             None if topo.pmqos => NestWarm::Pmqos,
             None => NestWarm::Threads,
         }
+    }
+
+    /// Whether the loader holds `cpu` in polling now, from the program's
+    /// `pmqos_hold` mark of it and its `nr_warm`: Nest's primary nest, warm's
+    /// warm set while it is small (a larger one is a parallel load, whose
+    /// idle CPUs may sleep deep).
+    pub fn holds(&self, marked: bool, nr_warm: u64) -> bool {
+        marked && (self.policy != Policy::Warm || nr_warm <= self.warm_poll_cpus as u64)
     }
 
     /// Whether the program sets performance targets on this machine.
@@ -458,6 +475,8 @@ impl Settings {
         set("warm_fork", 0, !self.warm_no_fork as u64);
         set("warm_compact", 0, !self.warm_no_compact as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
+        let held = self.warm(topo) == NestWarm::Pmqos;
+        set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });
         g
     }
 }

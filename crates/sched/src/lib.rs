@@ -499,6 +499,9 @@ fn run_once(se: &Session) -> Result<Ended> {
     if set.policy == Policy::Nest && set.nest_warm.is_none() && warm_mode == NestWarm::Threads {
         eprintln!("warmcore sched: nest: no PM QoS resume latency files in sysfs: warmer threads keep the cores warm");
     }
+    if set.policy == Policy::Warm && set.warm_poll_cpus > 0 && !topo.pmqos {
+        eprintln!("warmcore sched: warm: no PM QoS resume latency files in sysfs: warm cores use every idle state");
+    }
     if warm_mode == NestWarm::Pmqos && !topo.pmqos {
         bail!("--nest-warm pmqos: this kernel has no {}/cpuN/power/pm_qos_resume_latency_us: use --nest-warm threads", qos_paths.sysfs_cpu.display());
     }
@@ -577,7 +580,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         m.verified_insns = verified.clone();
         Ok(m)
     };
-    // PM QoS follows the primary nest closely: a core that joins it should
+    // PM QoS follows the primary nest (warm set) closely: a core that joins it should
     // be warm before its next idle period.
     let poll = if qos.is_some() { Duration::from_millis(10) } else { Duration::from_millis(100) };
     let mut exited = false;
@@ -594,7 +597,7 @@ fn run_once(se: &Session) -> Result<Ended> {
         }
         if let Some(q) = &mut qos {
             let bss = skel.maps.bss_data.as_ref().unwrap();
-            q.update(|c| bss.in_primary.get(c).is_some_and(|&b| b != 0), Instant::now())?;
+            q.update(|c| set.holds(bss.pmqos_hold.get(c).is_some_and(|&b| b != 0), bss.nr_warm), Instant::now())?;
         }
     }
     let last = read(&skel, &qos)?;

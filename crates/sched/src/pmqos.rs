@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Warm cores without spinner threads (`--nest-warm pmqos`).
+//! Warm cores without spinner threads (`--nest-warm pmqos`, `--warm-poll-cpus`).
 //!
 //! Nest keeps the cores of its primary nest warm by spinning in the idle
 //! loop (Nest, section 3.2), where a wake-up costs nothing. The kernel offers
@@ -103,12 +103,12 @@ impl PmQos {
         Ok(PmQos { paths, originals, held: BTreeMap::new() })
     }
 
-    /// Follow the primary nest at `now`: hold the CPUs in it, release those
-    /// out of it for HYSTERESIS.
-    pub fn update(&mut self, in_primary: impl Fn(usize) -> bool, now: Instant) -> Result<()> {
+    /// Follow the primary nest (or warm's small warm set) at `now`: hold
+    /// the CPUs `held` names, release those out of it for HYSTERESIS.
+    pub fn update(&mut self, held: impl Fn(usize) -> bool, now: Instant) -> Result<()> {
         let cpus: Vec<usize> = self.originals.keys().copied().collect();
         for c in cpus {
-            if in_primary(c) {
+            if held(c) {
                 if self.held.insert(c, now).is_none() {
                     write(&self.paths.file(c), POLL_ONLY)?;
                 }

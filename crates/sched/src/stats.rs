@@ -97,7 +97,7 @@ pub struct Metrics {
     pub nest_reserve: u64,
     #[stat(desc = "Largest primary nest so far")]
     pub nest_primary_max: u64,
-    #[stat(desc = "Cores held in the polling idle state now (--nest-warm pmqos)")]
+    #[stat(desc = "Cores held in the polling idle state now (--nest-warm pmqos, --warm-poll-cpus)")]
     #[serde(default)]
     pub warm_cpus: u64,
     #[stat(desc = "Per-operation profile (with --profile)")]

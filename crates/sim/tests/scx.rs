@@ -13,14 +13,15 @@ use warmcore_sim::{Governor, Machine};
 use warmcore_trace::{ids, Event};
 
 mod common;
-use common::{fork_then, of, ran_on, simulate, stat, Collect};
+use common::{
+    fork_then, fork_wait_chain, light_run, of, pile, pile_first_runs, ran_on, simulate,
+    stat, workload_cpus, Collect, MACHINES,
+};
 
 fn wl(spec: &str, m: &Machine) -> Workload {
     let (name, params) = warmcore_sim::parse_spec(spec);
     workloads::build(name, &params, m).unwrap()
 }
-
-const MACHINES: &[&str] = &["default", "xeon-e7-8870v4", "xeon-gold-5218-2s"];
 
 /// pids of the policy's warmer threads (Nest): the first tasks, one per CPU,
 /// created before the workload's, each on its own CPU.
@@ -158,25 +159,6 @@ fn scx_smove_reads_the_kernels_frequency_on_its_own_scale() {
     }
 }
 
-/// Tasks the workload created (not the policy's warmers).
-fn workload_cpus(evs: &[(u32, Event)], warmers: &[u32]) -> std::collections::BTreeSet<u32> {
-    evs.iter()
-        .filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0 && !warmers.contains(&e.a()))
-        .map(|(c, _)| *c)
-        .collect()
-}
-
-/// The VM test's chain: a parent forks a child that computes 5 ms and
-/// waits for it, `n` times.
-fn fork_wait_chain(n: u64) -> Workload {
-    let mut w = Workload::new("chain");
-    let child = w.add("child", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
-    let step = w.add("step", vec![Step::Compute(Amount::work_us(50.0, 0.0)), Step::Fork(child), Step::Wait]);
-    let main = w.add("main", vec![Step::Repeat(step, n), Step::Exit]);
-    w.initial.push((main, "main".into(), Some(0)));
-    w
-}
-
 #[test]
 fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
     for &name in MACHINES {
@@ -212,22 +194,9 @@ fn scx_nest_keeps_a_fork_wait_chain_on_two_cpus() {
 fn scx_nest_leaves_no_cpu_idle_while_a_cpu_bound_task_waits() {
     for &name in MACHINES {
         let m = common::quiet(name);
-        // As many 20 ms tasks as CPUs, all started on CPU 0.
-        let mut w = Workload::new("pile");
-        let busy = w.add("busy", vec![Step::Compute(Amount::work_us(20_000.0, 0.0)), Step::Exit]);
-        for i in 0..m.nr_cpus {
-            w.initial.push((busy, format!("busy{i}"), Some(0)));
-        }
-        let (out, evs) = simulate(&m, Governor::Performance, "scx:nest:warm=off", w);
+        let (out, evs) = simulate(&m, Governor::Performance, "scx:nest:warm=off", pile(&m));
         // Each starts within a tick and the deepest idle state's exit.
-        let mut first = std::collections::BTreeMap::new();
-        for (_, e) in evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0) {
-            first.entry(e.a()).or_insert(e.ts);
-        }
-        assert_eq!(first.len() as u32, m.nr_cpus);
-        let worst = *first.values().max().unwrap();
-        let deepest = m.spec.idle.iter().map(|s| s.exit_latency_us).max().unwrap() * 1000;
-        assert!(worst <= 4_000_000 + deepest, "{name}: a task waited until {worst} ns: {first:?}");
+        pile_first_runs(&m, name, &evs);
         assert_eq!(workload_cpus(&evs, &[]).len() as u32, m.nr_cpus, "{name}: every CPU ran one");
         assert!(stat(&out, "kicks") > 0, "{name}: {}", out.policy_stats);
     }
@@ -236,18 +205,8 @@ fn scx_nest_leaves_no_cpu_idle_while_a_cpu_bound_task_waits() {
 #[test]
 fn scx_nest_grows_the_primary_nest_under_load_and_shrinks_it_after() {
     let m = common::quiet("xeon-gold-5218-2s");
-    // 16 tasks run 1 ms and sleep 0.2 ms, 30 times, together; then one task
-    // alone runs 1 ms and sleeps 1 ms, 100 times: its wake-ups compact the
-    // nest.
-    let mut w = Workload::new("burst");
-    let burst = w.add("burst", vec![Step::Compute(Amount::work_us(1000.0, 0.0)), Step::Sleep(Amount::fixed(2e5))]);
-    let busy = w.add("busy", vec![Step::Repeat(burst, 30), Step::Exit]);
-    let body = w.add("tail", vec![Step::Compute(Amount::work_us(1000.0, 0.0)), Step::Sleep(Amount::fixed(1e6))]);
-    let mut main: Vec<Step> = (0..16).map(|_| Step::Fork(busy)).collect();
-    main.extend([Step::WaitAll, Step::Repeat(body, 100), Step::Exit]);
-    let main = w.add("main", main);
-    w.initial.push((main, "main".into(), Some(0)));
-    let (out, _) = simulate(&m, Governor::Powersave, "scx:nest", w);
+    // The tail's wake-ups compact the nest.
+    let (out, _) = simulate(&m, Governor::Powersave, "scx:nest", common::burst_then_tail());
     assert!(stat(&out, "max_primary") >= 8, "grew: {}", out.policy_stats);
     assert!(stat(&out, "nr_primary") <= 2, "shrank: {}", out.policy_stats);
     assert!(stat(&out, "nest_compactions") + stat(&out, "nest_demotions") > 0);
@@ -344,40 +303,6 @@ fn scx_steers_frequency_under_schedutil_as_the_fair_class_does() {
     }
 }
 
-/// A task on CPU 2 runs 200 us every 5 ms, 100 times.
-fn light_periodic() -> Workload {
-    let mut w = Workload::new("light");
-    let tick = w.add("tick", vec![Step::Compute(Amount::work_us(200.0, 0.0)), Step::Sleep(Amount::fixed(4.8e6))]);
-    let main = w.add("main", vec![Step::Repeat(tick, 100), Step::Exit]);
-    w.initial.push((main, "main".into(), Some(2)));
-    w
-}
-
-/// The frequency (kHz) at each switch-in of `pid` after `from` ns.
-fn freq_at_switch_in(evs: &[(u32, Event)], pid: u32, from: u64) -> Vec<u32> {
-    let mut freq = std::collections::HashMap::new();
-    let mut v = vec![];
-    for (c, e) in evs {
-        if e.id == ids::FREQ_CHANGE {
-            freq.insert(*c, e.a());
-        } else if e.id == ids::CTX_SWITCH && e.a() == pid && e.ts >= from {
-            v.push(freq[c]);
-        }
-    }
-    v
-}
-
-/// `light_periodic` under `policy`: its events, the task's pid, and the
-/// mean frequency (kHz) at its switch-ins after the first 100 ms.
-fn light_run(m: &Machine, g: Governor, policy: &str) -> (Vec<(u32, Event)>, u32, f64) {
-    let (_, evs) = simulate(m, g, policy, light_periodic());
-    let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
-    let f = freq_at_switch_in(&evs, pid, 100_000_000);
-    assert!(f.len() > 50, "{policy}: {} runs", f.len());
-    let mean = f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64;
-    (evs, pid, mean)
-}
-
 #[test]
 fn scx_nest_keeps_its_primary_cores_at_the_top_frequency_and_lets_others_fall() {
     let m = common::quiet("xeon-gold-5218-2s");
@@ -454,6 +379,34 @@ fn a_variant_of_any_part_of_the_program_is_the_one_run() {
 }
 
 #[test]
+fn scx_bpf_cpuperf_set_refuses_another_cpu_while_a_run_queue_is_locked() {
+    // ext.c, scx_bpf_cpuperf_set: from an operation that holds a run queue
+    // (ops.tick) only that CPU's target may be set; the kernel ejected warm
+    // when its sweep, from ops.tick, set the target of the CPU it removed.
+    let m = common::quiet("xeon-gold-5218-2s");
+    let program = Source::builtin();
+    let sweep = "\t\t\twarm_leave(m, cpu, false);\n";
+    assert_eq!(program.matches(sweep), 1, "the program changed: update this test");
+    // As it is: the search, from ops.select_cpu, which holds no run queue,
+    // sets the target of each stale CPU it meets, and that is accepted.
+    let policy = "scx:warm:freq_steer=on";
+    let (out, _) = simulate_variant(&m, policy, &program, common::burst_then_tail());
+    assert!(!out.ejected, "{:?}", out.partial);
+    assert!(stat(&out, "warm_left") > 0, "{}", out.policy_stats);
+    let remote = program.replace(sweep, "\t\t\twarm_leave(m, cpu, true);\n");
+    let (out, _) = simulate_variant(&m, policy, &remote, common::burst_then_tail());
+    let why = out.partial.unwrap_or_default();
+    assert!(out.ejected && why.contains("Invalid target CPU"), "{why}");
+    // A target above SCX_CPUPERF_ONE is refused, even for the tick's own CPU.
+    let tick = "\tif (policy == WC_POLICY_WARM)\n\t\twarm_sweep(now_ns());\n";
+    assert_eq!(program.matches(tick), 1, "the program changed: update this test");
+    let above = program.replace(tick, &format!("\tscx_bpf_cpuperf_set(cpu, SCX_CPUPERF_ONE + 1);\n{tick}"));
+    let (out, _) = simulate_variant(&m, policy, &above, common::burst_then_tail());
+    let why = out.partial.unwrap_or_default();
+    assert!(out.ejected && why.contains("Invalid cpuperf target 1025 for CPU"), "{why}");
+}
+
+#[test]
 fn an_ejection_ends_the_run_with_its_reason_and_time() {
     let m = common::quiet("default");
     let program = Source::builtin();
@@ -487,24 +440,8 @@ fn scx_nest_holds_its_primary_cores_in_polling_through_pm_qos() {
     // frequency and wakes at once; without warm cores it sleeps deeply, its
     // frequency falls and each wake-up pays the exit latency.
     let m = common::quiet("xeon-gold-5218-2s");
-    let run = |policy: &str| {
-        let (evs, pid, mean_f) = light_run(&m, Governor::Powersave, policy);
-        // Wake-up to switch-in, after the first 100 ms.
-        let mut woke = None;
-        let mut lat = vec![];
-        for (_, e) in &evs {
-            if e.id == ids::WAKEUP && e.pid == pid && e.ts >= 100_000_000 {
-                woke = Some(e.ts);
-            } else if e.id == ids::CTX_SWITCH && e.a() == pid {
-                if let Some(w) = woke.take() {
-                    lat.push(e.ts - w);
-                }
-            }
-        }
-        (mean_f, lat.iter().sum::<u64>() as f64 / lat.len() as f64)
-    };
-    let (f_warm, lat_warm) = run("scx:nest");
-    let (f_off, lat_off) = run("scx:nest:warm=off");
+    let (f_warm, lat_warm) = common::light_wakeups(&m, "scx:nest");
+    let (f_off, lat_off) = common::light_wakeups(&m, "scx:nest:warm=off");
     assert!(f_warm > 1.2 * f_off, "frequency at switch-in: held {f_warm:.0} kHz, not held {f_off:.0} kHz");
     assert!(lat_warm < lat_off, "wake-up latency: held {lat_warm:.0} ns, not held {lat_off:.0} ns");
 }

@@ -99,9 +99,9 @@ static __always_inline u64 tick_ns(void)
 
 /* Read by the loader. */
 u64 nr_primary, nr_reserve, max_primary;
-/* nest: 1 for each CPU in the primary nest, which the loader keeps warm
- * through PM QoS (--nest-warm pmqos). */
-u8 in_primary[WC_MAX_CPUS];
+/* 1 for each CPU the loader may hold in polling through PM QoS: nest's
+ * primary nest (--nest-warm pmqos), warm's warm set (--warm-poll-cpus). */
+u8 pmqos_hold[WC_MAX_CPUS];
 u64 vtime_now;
 
 /* How far ahead of the clock a task may queue, in slices (wc_enqueue). */

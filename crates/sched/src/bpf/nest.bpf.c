@@ -86,7 +86,7 @@ static void nest_demote(struct bpf_cpumask *primary, struct bpf_cpumask *reserve
 	__sync_fetch_and_sub(&nr_primary, 1);
 	stat_add(WC_ST_NEST_DEMOTIONS, 1);
 	if ((u32)cpu < WC_MAX_CPUS)
-		in_primary[(u32)cpu & (WC_MAX_CPUS - 1)] = 0;
+		pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 0;
 	if (freq_steer) {
 		struct cpu_ctx *c = cpu_ctx(cpu);
 
@@ -111,7 +111,7 @@ static void nest_add_primary(struct bpf_cpumask *primary, struct bpf_cpumask *re
 		if (n > max_primary)
 			max_primary = n;
 		if ((u32)cpu < WC_MAX_CPUS)
-			in_primary[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
+			pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
 		if (freq_steer) {
 			struct cpu_ctx *c = cpu_ctx(cpu);
 

@@ -27,8 +27,11 @@
  *  4. the built-in selection, which spreads over idle cores, cold ones
  *     included, when the warm set has none idle: the load needs more cores;
  *  5. else its previous core's queue, from which idle CPUs pull (the base).
- * There is no warmer thread and no reserve nest: a core is kept fast only
- * through its performance target while it is in a small set (warm_keeps).
+ * There is no warmer thread and no reserve nest: while the set is small, a
+ * core is kept fast through its performance target (warm_keeps) and, by the
+ * loader, out of deep idle through its PM QoS resume latency (pmqos_hold,
+ * as Nest's primary nest, section 3.2): the next link of a chain finds it
+ * in C0 at its frequency instead of leaving a deep idle state first.
  */
 
 const volatile u64 warm_window_ns = 4000000ULL;	/* how long a core stays warm */
@@ -38,6 +41,9 @@ const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
+/* The loader holds the warm set in polling while it has at most this many
+ * CPUs (0: it does not hold it). */
+const volatile u32 warm_poll_cpus = 0;
 
 /* Read by the loader: the CPUs in the warm set. */
 u64 nr_warm;
@@ -79,6 +85,7 @@ static void warm_join(s32 cpu, struct cpu_ctx *c, u64 now)
 	was = m && bpf_cpumask_test_and_set_cpu(cpu, m);
 	bpf_rcu_read_unlock();
 	if (!was && m) {
+		pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 1;
 		__sync_fetch_and_add(&nr_warm, 1);
 		stat_add(WC_ST_WARM_JOINED, 1);
 	}
@@ -94,6 +101,7 @@ static void warm_leave(struct bpf_cpumask *m, s32 cpu, bool perf)
 
 	if (!bpf_cpumask_test_and_clear_cpu(cpu, m))
 		return;
+	pmqos_hold[(u32)cpu & (WC_MAX_CPUS - 1)] = 0;
 	__sync_fetch_and_sub(&nr_warm, 1);
 	stat_add(WC_ST_WARM_LEFT, 1);
 	c = cpu_ctx(cpu);
@@ -162,6 +170,12 @@ static s32 warm_search(struct task_struct *p, s32 start, u64 now)
 	return found;
 }
 
+/* The loader holds the warm set in polling now (Settings::holds). */
+static __always_inline bool warm_polled(void)
+{
+	return warm_poll_cpus && nr_warm <= warm_poll_cpus;
+}
+
 /* @cpu is a warm idle CPU @p may use: claimed. */
 static __always_inline bool warm_take(struct task_struct *p, s32 cpu, u64 now)
 {
@@ -189,7 +203,12 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 		stat_add(WC_ST_WARM_PREV, 1);
 		goto found;
 	}
-	if (warm_local && (wake_flags & SCX_WAKE_FORK) && bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
+	/* A set held in polling has idle CPUs that wake at once and fast: the
+	 * steps below give the child one, without the race for the parent's
+	 * core (docs/warm.md); a larger set is a load of many forks
+	 * (hackbench), which the parent's core serves best. */
+	if (warm_local && (wake_flags & SCX_WAKE_FORK) && !warm_polled() &&
+	    bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
 		stat_add(WC_ST_WARM_LOCAL, 1);
 		return start;
 	}

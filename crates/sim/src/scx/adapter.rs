@@ -34,14 +34,16 @@ pub struct ScxPolicy {
     pmqos: Option<PmQos>,
 }
 
-/// `--nest-warm pmqos` as `warmcore sched` does it (crates/sched/src/pmqos.rs):
-/// every POLL it reads the program's `in_primary` and holds those CPUs,
+/// `--nest-warm pmqos` (and warm's `--warm-poll-cpus`) as `warmcore sched`
+/// does it (crates/sched/src/pmqos.rs): every POLL it reads the program's
+/// `pmqos_hold` (and `nr_warm`) and holds the CPUs `Settings::holds` names,
 /// and for HYSTERESIS those that left, in the polling idle state, where an
 /// idle CPU stays in C0 at its frequency and wakes at once.
 struct PmQos {
-    /// Per CPU: when it was last seen in the primary nest, if held.
+    /// Per CPU: when it was last seen held, if held.
     seen: Vec<Option<u64>>,
     timer: Option<TimerId>,
+    settings: Settings,
 }
 
 impl PmQos {
@@ -196,6 +198,7 @@ impl ScxPolicy {
             iters: Vec::new(),
             timers: Vec::new(),
             error: None,
+            locked: None,
             reenq: Vec::new(),
             fns,
         });
@@ -269,7 +272,10 @@ impl ScxPolicy {
             prev: vec![None; n],
             balanced: vec![None; n],
             warmers: warm == NestWarm::Threads,
-            pmqos: (warm == NestWarm::Pmqos).then(|| PmQos { seen: vec![None; n], timer: None }),
+            pmqos: match settings {
+                Some(s) if warm == NestWarm::Pmqos => Some(PmQos { seen: vec![None; n], timer: None, settings: s }),
+                _ => None,
+            },
         })
     }
 
@@ -301,13 +307,23 @@ impl ScxPolicy {
         self.prog.get(name, index)
     }
 
-    /// Run one of the program's operations on `cpu`, in `context`.
-    fn call<R>(&mut self, sim: &mut Sim, cpu: u32, context: Context, f: impl FnOnce(&program::Fns) -> R) -> R {
+    /// Run one of the program's operations on `cpu`, in `context`, with
+    /// run queue `rq` locked (None: unlocked).
+    fn call<R>(
+        &mut self,
+        sim: &mut Sim,
+        cpu: u32,
+        rq: Option<u32>,
+        context: Context,
+        f: impl FnOnce(&program::Fns) -> R,
+    ) -> R {
         self.k.cpu = cpu;
         self.k.context = context;
+        self.k.locked = rq;
         let fns = &self.prog.f;
         let r = Self::with_sim(&mut self.k, sim, |_| f(fns));
         self.k.context = Context::Other;
+        self.k.locked = None;
         if let Some(e) = self.k.error.take() {
             self.eject(sim, e);
         }
@@ -430,7 +446,7 @@ impl ScxPolicy {
         for _ in 0..DISPATCH_MAX_LOOPS {
             self.k.dispatched = 0;
             // SAFETY: prev_p is null or a live task of this program.
-            self.call(sim, cpu, Context::Dispatch(cpu), |f| unsafe { (f.dispatch)(cpu as c_int, prev_p) });
+            self.call(sim, cpu, Some(cpu), Context::Dispatch(cpu), |f| unsafe { (f.dispatch)(cpu as c_int, prev_p) });
             if !self.k.local[c].is_empty() {
                 return true;
             }
@@ -474,14 +490,16 @@ impl ScxPolicy {
     fn pmqos_poll(&mut self, sim: &mut Sim) {
         let now = sim.now();
         let n = self.k.nr_cpus as usize;
-        let in_primary: Vec<bool> = match self.prog.global_bytes("in_primary", n) {
+        let marked: Vec<bool> = match self.prog.global_bytes("pmqos_hold", n) {
             Some(bytes) => bytes.iter().map(|&b| b != 0).collect(),
             None => vec![false; n],
         };
+        let nr_warm = self.prog.global_u64("nr_warm").unwrap_or(0);
         let Some(q) = self.pmqos.as_mut() else { return };
         for c in 0..self.k.nr_cpus {
+            let hold = q.settings.holds(marked[c as usize], nr_warm);
             let seen = &mut q.seen[c as usize];
-            if in_primary[c as usize] {
+            if hold {
                 *seen = Some(now);
             } else if seen.is_some_and(|s| now - s >= PmQos::HYSTERESIS) {
                 *seen = None;
@@ -590,7 +608,7 @@ impl Policy for ScxPolicy {
             }
         }
         // SAFETY: the program is attached.
-        let r = if self.ops_mask & abi::OP_INIT != 0 { self.call(sim, 0, Context::Other, |f| unsafe { (f.init)() }) } else { 0 };
+        let r = if self.ops_mask & abi::OP_INIT != 0 { self.call(sim, 0, None, Context::Other, |f| unsafe { (f.init)() }) } else { 0 };
         if r != 0 {
             self.eject(sim, format!("ops.init failed ({r})"));
             return;
@@ -599,7 +617,7 @@ impl Policy for ScxPolicy {
         // root), after ops.init and before any task's ops.init_task.
         if self.ops_mask & abi::OP_CGROUP_INIT != 0 {
             // SAFETY: the program is attached.
-            let r = self.call(sim, 0, Context::Other, |f| unsafe { (f.cgroup_init)() });
+            let r = self.call(sim, 0, None, Context::Other, |f| unsafe { (f.cgroup_init)() });
             if r != 0 {
                 self.eject(sim, format!("ops.cgroup_init failed ({r})"));
                 return;
@@ -652,7 +670,7 @@ impl Policy for ScxPolicy {
         let cpu = parent.map_or(0, |p| sim.task(p).cpu);
         // SAFETY: p is live.
         let r = if self.ops_mask & abi::OP_INIT_TASK != 0 {
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.init_task)(p, parent.is_some() as u32) })
+            self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.init_task)(p, parent.is_some() as u32) })
         } else {
             0
         };
@@ -662,7 +680,7 @@ impl Policy for ScxPolicy {
         }
         if self.ops_mask & abi::OP_ENABLE != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.enable)(p) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.enable)(p) });
         }
     }
 
@@ -685,7 +703,7 @@ impl Policy for ScxPolicy {
         let cpu = sim.task(t).cpu;
         if self.ops_mask & abi::OP_SET_CPUMASK != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
+            self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
         }
         if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
             return;
@@ -720,7 +738,7 @@ impl Policy for ScxPolicy {
         let cpu = sim.task(t).cpu;
         if self.ops_mask & abi::OP_EXIT_TASK != 0 {
             // SAFETY: p is live until freed below.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.exit_task)(p) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.exit_task)(p) });
         }
         if let Some(s) = self.k.tasks[t as usize].take() {
             self.k.pid_tid.remove(&(sim.task(t).pid as i32));
@@ -751,7 +769,7 @@ impl Policy for ScxPolicy {
         self.k.scans = 0;
         let cpu = if self.ops_mask & abi::OP_SELECT_CPU != 0 {
             // SAFETY: p is live.
-            self.call(sim, w.waker_cpu, Context::SelectCpu(t), |f| unsafe {
+            self.call(sim, w.waker_cpu, None, Context::SelectCpu(t), |f| unsafe {
                 (f.select_cpu)(p, prev as c_int, wake, w.sync as u32)
             })
         } else {
@@ -827,7 +845,7 @@ impl Policy for ScxPolicy {
         // ops.enqueue (do_enqueue_task).
         if self.ops_mask & abi::OP_RUNNABLE != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.runnable)(p, enq) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.runnable)(p, enq) });
         }
         if let Some((kind, id, denq, vtime)) = self.k.ts_mut(t).direct.take() {
             // A direct dispatch from select_cpu: LOCAL is the selected CPU.
@@ -874,7 +892,7 @@ impl Policy for ScxPolicy {
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
         if self.ops_mask & abi::OP_RUNNING != 0 {
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.running)(p) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.running)(p) });
         }
     }
 
@@ -894,14 +912,14 @@ impl Policy for ScxPolicy {
         self.prev[cpu as usize] = Some(t);
         if self.ops_mask & abi::OP_STOPPING != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.stopping)(p, runnable as u32) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.stopping)(p, runnable as u32) });
         }
         // dequeue_task_scx: a task that sleeps or exits stops running first
         // (ops.stopping, above), then is no longer runnable: ops.quiescent
         // with SCX_DEQ_SLEEP.
         if !runnable && self.ops_mask & abi::OP_QUIESCENT != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.quiescent)(p, 1) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, 1) });
         }
     }
 
@@ -910,7 +928,7 @@ impl Policy for ScxPolicy {
         let p = self.p(t);
         if self.ops_mask & abi::OP_TICK != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.tick)(p) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.tick)(p) });
         }
         // task_tick_scx: a slice run out ends the stint.
         // SAFETY: p is live.
@@ -932,7 +950,7 @@ impl Policy for ScxPolicy {
         self.k.told_idle[c] = idle;
         if self.update_idle {
             // SAFETY: the program is attached; the CPU is valid.
-            self.call(sim, cpu, Context::Other, |f| unsafe { (f.update_idle)(cpu as c_int, idle as u32) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.update_idle)(cpu as c_int, idle as u32) });
         }
     }
 
@@ -948,7 +966,7 @@ impl Policy for ScxPolicy {
         let slot = token as usize;
         let Some((_, cpu)) = self.k.timers.get_mut(slot).and_then(Option::take) else { return };
         // SAFETY: the slot is one the program armed.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.timer_fire)(slot as u32) });
+        self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.timer_fire)(slot as u32) });
     }
 
     fn broken(&self) -> Option<String> {
@@ -993,8 +1011,10 @@ impl ScxPolicy {
             self.k.global.fifo.push_back(t);
             return;
         }
+        // do_enqueue_task holds the task's run queue, not the waker's.
+        let rq = sim.task(t).cpu;
         // SAFETY: p is live.
-        self.call(sim, cpu, Context::Other, |f| unsafe { (f.enqueue)(p, enq) });
+        self.call(sim, cpu, Some(rq), Context::Other, |f| unsafe { (f.enqueue)(p, enq) });
     }
 }
 

@@ -112,6 +112,11 @@ pub(super) struct Kernel {
     /// Program timers: the simulator's timer and the arming CPU, by slot.
     pub(super) timers: Vec<Option<(TimerId, u32)>>,
     pub(super) error: Option<String>,
+    /// The run queue the operation in progress holds locked (ext.c,
+    /// scx_locked_rq: SCX_CALL_OP's rq); None in one the kernel calls
+    /// unlocked (ops.select_cpu, ops.init_task, ops.set_cpumask, ops.init, a
+    /// BPF timer).
+    pub(super) locked: Option<u32>,
     /// Tasks an IMMED insert could not run at once, to hand back to
     /// ops.enqueue with SCX_ENQ_REENQ after the operation: (task, CPU).
     pub(super) reenq: Vec<(Tid, u32)>,

@@ -315,12 +315,24 @@ pub(super) extern "C" fn k_cpuperf_cur(ctx: *mut c_void, cpu: c_int) -> u32 {
     let f = k.sim().tick_freq(cpu as u32) as u64;
     ((f * k.cpuperf_one as u64 / k.max_khz.max(1) as u64) as u32).min(k.cpuperf_one)
 }
+/// ext.c, scx_bpf_cpuperf_set: a target above SCX_CPUPERF_ONE is an error;
+/// with a run queue locked only that CPU's target may be set (the lock of
+/// another would risk an ABBA deadlock), without one any CPU's.
 pub(super) extern "C" fn k_cpuperf_set(ctx: *mut c_void, cpu: c_int, perf: u32) {
     let k = kernel(ctx);
-    if k.cpu_valid(cpu, "in scx_bpf_cpuperf_set") {
-        let one = k.cpuperf_one;
-        k.sim().set_perf_target(cpu as u32, perf.min(one) as f64 / one as f64);
+    let one = k.cpuperf_one;
+    if perf > one {
+        k.fail(format!("Invalid cpuperf target {perf} for CPU {cpu}"));
+        return;
     }
+    if !k.cpu_valid(cpu, "in scx_bpf_cpuperf_set") {
+        return;
+    }
+    if k.locked.is_some_and(|rq| rq != cpu as u32) {
+        k.fail(format!("Invalid target CPU {cpu}"));
+        return;
+    }
+    k.sim().set_perf_target(cpu as u32, perf as f64 / one as f64);
 }
 pub(super) extern "C" fn k_timer_start(ctx: *mut c_void, slot: u32, after: u64) {
     let k = kernel(ctx);

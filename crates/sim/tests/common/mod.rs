@@ -95,3 +95,129 @@ pub fn quiet(name: &str) -> Machine {
     spec.background = None;
     Machine::new(spec).unwrap()
 }
+
+/// The machines the placement tests run on: one socket, four sockets with
+/// shared frequency, two sockets with per-core frequency.
+pub const MACHINES: &[&str] = &["default", "xeon-e7-8870v4", "xeon-gold-5218-2s"];
+
+/// The CPUs that ran a task of the workload (not one of `skip`, the
+/// policy's warmers).
+pub fn workload_cpus(evs: &[(u32, Event)], skip: &[u32]) -> std::collections::BTreeSet<u32> {
+    evs.iter()
+        .filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0 && !skip.contains(&e.a()))
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+/// The VM test's chain: a parent forks a child that computes 5 ms and
+/// waits for it, `n` times.
+pub fn fork_wait_chain(n: u64) -> Workload {
+    let mut w = Workload::new("chain");
+    let child = w.add("child", vec![Step::Compute(Amount::work_us(5000.0, 0.0)), Step::Exit]);
+    let step = w.add("step", vec![Step::Compute(Amount::work_us(50.0, 0.0)), Step::Fork(child), Step::Wait]);
+    let main = w.add("main", vec![Step::Repeat(step, n), Step::Exit]);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+/// As many 20 ms tasks as `m` has CPUs, all started on CPU 0.
+pub fn pile(m: &Machine) -> Workload {
+    let mut w = Workload::new("pile");
+    let busy = w.add("busy", vec![Step::Compute(Amount::work_us(20_000.0, 0.0)), Step::Exit]);
+    for i in 0..m.nr_cpus {
+        w.initial.push((busy, format!("busy{i}"), Some(0)));
+    }
+    w
+}
+
+/// `pile` run: each task's first switch-in (ns) by pid, checked to be
+/// within a tick and the deepest idle state's exit for every one.
+pub fn pile_first_runs(m: &Machine, name: &str, evs: &[(u32, Event)]) -> std::collections::BTreeMap<u32, u64> {
+    let mut first = std::collections::BTreeMap::new();
+    for (_, e) in evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0) {
+        first.entry(e.a()).or_insert(e.ts);
+    }
+    assert_eq!(first.len() as u32, m.nr_cpus);
+    let worst = *first.values().max().unwrap();
+    assert!(worst <= 4_000_000 + deepest_exit_ns(m), "{name}: a task waited until {worst} ns: {first:?}");
+    first
+}
+
+/// The exit latency of `m`'s deepest idle state, ns.
+pub fn deepest_exit_ns(m: &Machine) -> u64 {
+    m.spec.idle.iter().map(|s| s.exit_latency_us).max().unwrap() * 1000
+}
+
+/// 16 tasks run 1 ms and sleep 0.2 ms, 30 times, together; then one task
+/// alone runs 1 ms and sleeps 1 ms, 100 times.
+pub fn burst_then_tail() -> Workload {
+    let mut w = Workload::new("burst");
+    let burst = w.add("burst", vec![Step::Compute(Amount::work_us(1000.0, 0.0)), Step::Sleep(Amount::fixed(2e5))]);
+    let busy = w.add("busy", vec![Step::Repeat(burst, 30), Step::Exit]);
+    let body = w.add("tail", vec![Step::Compute(Amount::work_us(1000.0, 0.0)), Step::Sleep(Amount::fixed(1e6))]);
+    let mut main: Vec<Step> = (0..16).map(|_| Step::Fork(busy)).collect();
+    main.extend([Step::WaitAll, Step::Repeat(body, 100), Step::Exit]);
+    let main = w.add("main", main);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+/// A task on CPU 2 runs 200 us every 5 ms, 100 times.
+pub fn light_periodic() -> Workload {
+    let mut w = Workload::new("light");
+    let tick = w.add("tick", vec![Step::Compute(Amount::work_us(200.0, 0.0)), Step::Sleep(Amount::fixed(4.8e6))]);
+    let main = w.add("main", vec![Step::Repeat(tick, 100), Step::Exit]);
+    w.initial.push((main, "main".into(), Some(2)));
+    w
+}
+
+/// The frequency (kHz) at each switch-in of `pid` after `from` ns.
+pub fn freq_at_switch_in(evs: &[(u32, Event)], pid: u32, from: u64) -> Vec<u32> {
+    let mut freq = std::collections::HashMap::new();
+    let mut v = vec![];
+    for (c, e) in evs {
+        if e.id == ids::FREQ_CHANGE {
+            freq.insert(*c, e.a());
+        } else if e.id == ids::CTX_SWITCH && e.a() == pid && e.ts >= from {
+            v.push(freq[c]);
+        }
+    }
+    v
+}
+
+/// `light_periodic` under `policy`: its events, the task's pid, and the
+/// mean frequency (kHz) at its switch-ins after the first 100 ms.
+pub fn light_run(m: &Machine, g: Governor, policy: &str) -> (Vec<(u32, Event)>, u32, f64) {
+    let (_, evs) = simulate(m, g, policy, light_periodic());
+    let pid = of(&evs, ids::WAKEUP_NEW).last().unwrap().1.pid;
+    let f = freq_at_switch_in(&evs, pid, 100_000_000);
+    assert!(f.len() > 50, "{policy}: {} runs", f.len());
+    let mean = f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64;
+    (evs, pid, mean)
+}
+
+/// `light_periodic` under `policy` and powersave (no performance target:
+/// the idle state is what differs): the mean frequency (kHz) at the task's
+/// switch-ins and its mean wake-up latency (ns), after the first 100 ms.
+pub fn light_wakeups(m: &Machine, policy: &str) -> (f64, f64) {
+    let (evs, pid, mean_f) = light_run(m, Governor::Powersave, policy);
+    (mean_f, mean_wakeup_latency(&evs, pid, 100_000_000))
+}
+
+/// The mean time (ns) from each wake-up of `pid` after `from` ns to its
+/// switch-in.
+pub fn mean_wakeup_latency(evs: &[(u32, Event)], pid: u32, from: u64) -> f64 {
+    let mut woke = None;
+    let mut lat = vec![];
+    for (_, e) in evs {
+        if e.id == ids::WAKEUP && e.pid == pid && e.ts >= from {
+            woke = Some(e.ts);
+        } else if e.id == ids::CTX_SWITCH && e.a() == pid {
+            if let Some(w) = woke.take() {
+                lat.push(e.ts - w);
+            }
+        }
+    }
+    assert!(!lat.is_empty(), "no wake-up of {pid} after {from} ns");
+    lat.iter().sum::<u64>() as f64 / lat.len() as f64
+}
