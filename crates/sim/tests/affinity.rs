@@ -266,3 +266,16 @@ fn a_task_allowed_on_one_cpu_is_placed_there_without_select_cpu() {
         }
     }
 }
+
+#[test]
+fn a_cpu_woken_from_idle_gives_ops_dispatch_no_prev() {
+    // ext.c, balance_one: ops.dispatch gets prev only when it ran on this
+    // CPU in the same __schedule (prev_on_scx); a CPU leaving idle has the
+    // idle task as prev. Given the task that last ran there, scx_flash kept
+    // it "running" while it was queued elsewhere, and the watchdog fired.
+    let text = include_str!("fixtures/hunt-flash-idle-prev.toml");
+    let w = warmcore_sim::wfile::parse(text, "hunt-flash-idle-prev.toml").unwrap();
+    let m = Machine::load("ryzen5-3400g").unwrap();
+    let failure = warmcore_sim::hunt::check(&m, "scx:flash", &w, 11_750_303_387_857_441_468).unwrap();
+    assert!(failure.is_none(), "{:?}", failure.map(|f| f.what));
+}

@@ -843,12 +843,13 @@ impl Policy for ScxPolicy {
 
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
         let c = cpu as usize;
+        // balance_one passes prev only when it ran on this CPU in the same
+        // __schedule (`prev_on_scx`); a CPU that idles has the idle task as
+        // prev when it next schedules, so ops.dispatch then gets none.
+        let prev = self.prev[c].take();
         let found = match self.balanced[c].take() {
             Some(f) => f || !self.k.local[c].is_empty(),
-            None => {
-                let prev = self.prev[c];
-                self.balance(sim, cpu, prev)
-            }
+            None => self.balance(sim, cpu, prev),
         };
         if !found {
             return None;
