@@ -630,7 +630,7 @@ impl Policy for ScxPolicy {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None, custody: false });
         self.k.pid_tid.insert(pid, t);
         if nice != 0 {
             // SAFETY: p is live.
@@ -667,10 +667,16 @@ impl Policy for ScxPolicy {
     }
 
     // The program defines no ops.set_weight: the kernel only updates the
-    // task's weight, which the program reads when it charges a run.
+    // task's weight, which the program reads when it charges a run; a
+    // queued task is dequeued and enqueued again around it (set_user_nice).
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        let queued = self.dequeue_save(sim, t);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
+        if queued {
+            let cpu = sim.task(t).cpu;
+            self.enqueue_op(sim, t, cpu, 0);
+        }
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
@@ -680,6 +686,7 @@ impl Policy for ScxPolicy {
     /// holds it and handed to ops.enqueue. A running task is moved by the
     /// engine; a sleeping one is placed at its wake-up.
     fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        let queued = self.dequeue_save(sim, t);
         self.copy_cpus(sim, t);
         let p = self.p(t);
         let cpu = sim.task(t).cpu;
@@ -687,32 +694,16 @@ impl Policy for ScxPolicy {
             // SAFETY: p is live.
             self.call(sim, cpu, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
         }
-        if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
+        if !queued || sim.abort.is_some() {
             return;
-        }
-        let k = &mut *self.k;
-        let mut held = false;
-        for q in k.local.iter_mut() {
-            if let Some(i) = q.iter().position(|&u| u == t) {
-                q.remove(i);
-                held = true;
-            }
-        }
-        held |= k.global.remove(t);
-        for q in k.user.values_mut() {
-            held |= q.remove(t);
         }
         if !sim.may_run(t, cpu) {
             let to = sim.fallback_cpu(t, cpu);
             sim.set_task_cpu(t, to);
             sim.kick(to);
         }
-        // A task the program keeps in queues of its own stays there: the
-        // model has no ops.dequeue to take it out.
-        if held {
-            let cpu = sim.task(t).cpu;
-            self.enqueue_op(sim, t, cpu, 0);
-        }
+        let cpu = sim.task(t).cpu;
+        self.enqueue_op(sim, t, cpu, 0);
     }
 
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
@@ -988,12 +979,47 @@ impl Policy for ScxPolicy {
 }
 
 impl ScxPolicy {
+    /// The dequeue of a property change (core.c: dequeue_task with
+    /// DEQUEUE_SAVE, to be enqueued again with ENQUEUE_RESTORE): a queued
+    /// task leaves the queue the host holds it in, or, if the program
+    /// holds it, ops.dequeue is called (ext.c, dequeue_task_scx and
+    /// ops_dequeue: only in SCX_OPSS_QUEUED). Whether it was queued.
+    fn dequeue_save(&mut self, sim: &mut Sim, t: Tid) -> bool {
+        if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
+            return false;
+        }
+        let k = &mut *self.k;
+        let mut held = false;
+        for q in k.local.iter_mut() {
+            if let Some(i) = q.iter().position(|&u| u == t) {
+                q.remove(i);
+                held = true;
+            }
+        }
+        held |= k.global.remove(t);
+        for q in k.user.values_mut() {
+            held |= q.remove(t);
+        }
+        if std::mem::take(&mut k.ts_mut(t).custody) {
+            held = true;
+            if self.ops_mask & abi::OP_DEQUEUE != 0 {
+                let p = self.p(t);
+                let cpu = sim.task(t).cpu;
+                // SAFETY: p is live.
+                self.call(sim, cpu, Context::Other, |f| unsafe { (f.dequeue)(p, abi::DEQ_SAVE | abi::DEQ_NOCLOCK) });
+            }
+        }
+        held
+    }
+
     fn enqueue_op(&mut self, sim: &mut Sim, t: Tid, cpu: u32, enq: u32) {
         let p = self.p(t);
         if self.ops_mask & abi::OP_ENQUEUE == 0 {
             self.k.global.fifo.push_back(t);
             return;
         }
+        // do_enqueue_task: held by the program unless it inserts the task.
+        self.k.ts_mut(t).custody = true;
         // SAFETY: p is live.
         self.call(sim, cpu, Context::Other, |f| unsafe { (f.enqueue)(p, enq) });
     }

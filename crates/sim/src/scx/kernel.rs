@@ -23,6 +23,9 @@ pub(super) struct TaskState {
     pub(super) selected: bool,
     /// Runnable and not running since (the watchdog's runnable_at).
     pub(super) runnable_at: Option<u64>,
+    /// Held by the program: ops.enqueue kept it without inserting it into
+    /// a queue, and no insert has taken it since (ext.c, SCX_OPSS_QUEUED).
+    pub(super) custody: bool,
 }
 
 /// Whether task `t` may run on `cpu` (a task the program no longer knows
@@ -415,6 +418,7 @@ impl Kernel {
 
     /// Put `t` in a queue (ext.c, dispatch_enqueue).
     pub(super) fn insert(&mut self, t: Tid, kind: u32, id: u64, vtime: Option<u64>, enq: u32) {
+        self.ts_mut(t).custody = false;
         let head = enq & abi::ENQ_HEAD != 0;
         match kind {
             abi::DSQ_LOCAL | abi::DSQ_LOCAL_ON => {
