@@ -398,11 +398,9 @@ impl ScxPolicy {
                 && now.saturating_sub(cpu.idle_since.max(at)) > STARVATION_NS
         });
         if let Some(c) = idle {
-            let task = sim.task(t);
             let why = format!(
-                "broken guarantee: starvation: {}[{}] waited runnable for {:.3}s while CPU {c}, which it may use, was idle",
-                task.comm,
-                task.pid,
+                "broken guarantee: starvation: {} waited runnable for {:.3}s while CPU {c}, which it may use, was idle",
+                sim.task(t).who(),
                 (now - at) as f64 * 1e-9
             );
             // Kept, and the run goes on: the kernel would not eject the
@@ -503,13 +501,7 @@ impl ScxPolicy {
             self.k.tasks.iter().enumerate().filter_map(|(t, s)| Some((t as Tid, s.as_ref()?.runnable_at?))).collect();
         for &(t, at) in &waiting {
             if now - at > self.timeout_ns {
-                let task = sim.task(t);
-                let why = format!(
-                    "runnable task stall: {}[{}] failed to run for {:.3}s",
-                    task.comm,
-                    task.pid,
-                    (now - at) as f64 * 1e-9
-                );
+                let why = format!("runnable task stall: {} failed to run for {:.3}s", sim.task(t).who(), (now - at) as f64 * 1e-9);
                 self.eject(sim, why);
                 return;
             }

@@ -172,11 +172,8 @@ impl Kernel {
     /// ext.c, task_can_run_on_remote_rq (enforced): an insert into the
     /// local queue of a CPU outside the task's allowed set is an error.
     pub(super) fn fail_not_allowed(&mut self, t: Tid, cpu: u32) {
-        let (comm, pid) = {
-            let task = self.sim().task(t);
-            (task.comm.clone(), task.pid)
-        };
-        self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {comm}[{pid}]"));
+        let who = self.sim().task(t).who();
+        self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {who}"));
     }
     pub(super) fn allowed(&self, t: Tid, cpu: u32) -> bool {
         may_run(&self.tasks, t, cpu)
