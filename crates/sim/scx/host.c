@@ -1624,7 +1624,8 @@ u32 wc_sim_ops_mask(void)
 	       (WC_OPS.runnable ? WC_SIM_OP_RUNNABLE : 0) |
 	       (WC_OPS.quiescent ? WC_SIM_OP_QUIESCENT : 0) |
 	       (WC_OPS.cgroup_init ? WC_SIM_OP_CGROUP_INIT : 0) |
-	       (WC_OPS.set_cpumask ? WC_SIM_OP_SET_CPUMASK : 0);
+	       (WC_OPS.set_cpumask ? WC_SIM_OP_SET_CPUMASK : 0) |
+	       (WC_OPS.dequeue ? WC_SIM_OP_DEQUEUE : 0);
 }
 
 u32 wc_sim_timeout_ms(void)
@@ -1668,6 +1669,12 @@ void wc_sim_runnable(struct task_struct *p, u32 enq)
 void wc_sim_quiescent(struct task_struct *p, u32 sleep)
 {
 	WC_CALL(quiescent, (u64)p, sleep ? (u64)SCX_DEQ_SLEEP : 0);
+}
+
+/* ops.dequeue with the kernel's dequeue flags (core.c's DEQUEUE_*). */
+void wc_sim_dequeue(struct task_struct *p, u64 deq)
+{
+	WC_CALL(dequeue, (u64)p, deq);
 }
 
 void wc_sim_dispatch(s32 cpu, struct task_struct *prev)

@@ -74,6 +74,7 @@ enum wc_sim_op {
 	WC_SIM_OP_QUIESCENT = 1 << 13,
 	WC_SIM_OP_CGROUP_INIT = 1 << 14,
 	WC_SIM_OP_SET_CPUMASK = 1 << 15,
+	WC_SIM_OP_DEQUEUE = 1 << 16,
 };
 
 /*

@@ -742,8 +742,7 @@ impl Engine {
                 if !self.sim.tasks[t as usize].may_run(c) {
                     // A guarantee the kernel keeps whatever the policy does
                     // (is_cpu_allowed): a policy that breaks it ends the run.
-                    let task = &self.sim.tasks[t as usize];
-                    let why = format!("broken guarantee: affinity: {}[{}] ran on CPU {c}, outside its allowed CPUs", task.comm, task.pid);
+                    let why = format!("broken guarantee: affinity: {} ran on CPU {c}, outside its allowed CPUs", self.sim.tasks[t as usize].who());
                     let name = self.policy.name();
                     self.sim.abort(format!("{name} at {} ns: {why}", self.sim.now));
                 }

@@ -201,6 +201,11 @@ pub struct Task {
 }
 
 impl Task {
+    /// "COMM[PID]", as the kernel's messages name a task.
+    pub fn who(&self) -> String {
+        format!("{}[{}]", self.comm, self.pid)
+    }
+
     /// Whether it may run on CPU `c`.
     pub fn may_run(&self, c: u32) -> bool {
         self.pinned.is_none_or(|p| p == c)

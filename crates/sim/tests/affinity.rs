@@ -266,3 +266,52 @@ fn a_task_allowed_on_one_cpu_is_placed_there_without_select_cpu() {
         }
     }
 }
+
+#[test]
+fn a_cpu_woken_from_idle_gives_ops_dispatch_no_prev() {
+    // ext.c, balance_one: ops.dispatch gets prev only when it ran on this
+    // CPU in the same __schedule (prev_on_scx); a CPU leaving idle has the
+    // idle task as prev. Given the task that last ran there, scx_flash kept
+    // it "running" while it was queued elsewhere, and the watchdog fired.
+    let text = include_str!("fixtures/hunt-flash-idle-prev.toml");
+    let w = warmcore_sim::wfile::parse(text, "hunt-flash-idle-prev.toml").unwrap();
+    let m = Machine::load("ryzen5-3400g").unwrap();
+    let failure = warmcore_sim::hunt::check(&m, "scx:flash", &w, 11_750_303_387_857_441_468).unwrap();
+    assert!(failure.is_none(), "{:?}", failure.map(|f| f.what));
+}
+
+/// A parent that keeps CPUs 0 and 1 busy with six children, then allows
+/// them CPUs 0 and 7 while most of them wait their turn (the fixture parks
+/// a task that may not use CPU 0).
+fn children_moved_while_queued() -> Workload {
+    let mut w = Workload::new("moved-while-queued");
+    let child = w.add("child", vec![Step::Compute(us(3_000.0)), Step::Exit]);
+    let mut steps = vec![Step::Affinity([0u32, 1].into(), false)];
+    steps.extend((0..6).map(|_| Step::Fork(child)));
+    steps.extend([Step::Compute(us(500.0)), Step::Affinity([0u32, 7].into(), true), Step::WaitAll, Step::Exit]);
+    let main = w.add("main", steps);
+    w.initial.push((main, "main".into(), None));
+    w
+}
+
+#[test]
+fn sched_ext_calls_dequeue_only_for_a_task_the_program_holds() {
+    // ext.c, ops_dequeue: ops.dequeue is called for a task in the
+    // program's custody (SCX_OPSS_QUEUED: ops.enqueue kept it), with the
+    // dequeue's flags (__do_set_cpus_allowed: DEQUEUE_SAVE |
+    // DEQUEUE_NOCLOCK); it is then enqueued again on an allowed CPU.
+    let m = common::quiet("default");
+    let (out, evs) = run(&m, &format!("{}:custody=true", broken()), children_moved_while_queued());
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let n = out.policy_stats["nr_dequeue"].as_u64().unwrap();
+    assert!(n > 0, "{}", out.policy_stats);
+    assert_eq!(out.policy_stats["last_deq_flags"], 0x0a, "{}", out.policy_stats);
+    // Each child ran to its end once: none was dispatched from a stale slot.
+    let exits = evs.iter().filter(|(_, e)| e.id == ids::EXIT).count();
+    assert_eq!(exits, 7);
+    // A task the program inserted into a queue at ops.enqueue is the
+    // kernel's (SCX_OPSS_NONE): it is taken out without ops.dequeue.
+    let (out, _) = run(&m, &broken(), children_moved_while_queued());
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    assert_eq!(out.policy_stats["nr_dequeue"], 0, "{}", out.policy_stats);
+}

@@ -414,11 +414,9 @@ impl ScxPolicy {
                 && now.saturating_sub(cpu.idle_since.max(at)) > STARVATION_NS
         });
         if let Some(c) = idle {
-            let task = sim.task(t);
             let why = format!(
-                "broken guarantee: starvation: {}[{}] waited runnable for {:.3}s while CPU {c}, which it may use, was idle",
-                task.comm,
-                task.pid,
+                "broken guarantee: starvation: {} waited runnable for {:.3}s while CPU {c}, which it may use, was idle",
+                sim.task(t).who(),
                 (now - at) as f64 * 1e-9
             );
             // Kept, and the run goes on: the kernel would not eject the
@@ -521,13 +519,7 @@ impl ScxPolicy {
             self.k.tasks.iter().enumerate().filter_map(|(t, s)| Some((t as Tid, s.as_ref()?.runnable_at?))).collect();
         for &(t, at) in &waiting {
             if now - at > self.timeout_ns {
-                let task = sim.task(t);
-                let why = format!(
-                    "runnable task stall: {}[{}] failed to run for {:.3}s",
-                    task.comm,
-                    task.pid,
-                    (now - at) as f64 * 1e-9
-                );
+                let why = format!("runnable task stall: {} failed to run for {:.3}s", sim.task(t).who(), (now - at) as f64 * 1e-9);
                 self.eject(sim, why);
                 return;
             }
@@ -648,7 +640,7 @@ impl Policy for ScxPolicy {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None, custody: false });
         self.k.pid_tid.insert(pid, t);
         if nice != 0 {
             // SAFETY: p is live.
@@ -685,10 +677,16 @@ impl Policy for ScxPolicy {
     }
 
     // The program defines no ops.set_weight: the kernel only updates the
-    // task's weight, which the program reads when it charges a run.
+    // task's weight, which the program reads when it charges a run; a
+    // queued task is dequeued and enqueued again around it (set_user_nice).
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        let queued = self.dequeue_save(sim, t);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
+        if queued {
+            let cpu = sim.task(t).cpu;
+            self.enqueue_op(sim, t, cpu, 0);
+        }
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
@@ -698,6 +696,7 @@ impl Policy for ScxPolicy {
     /// holds it and handed to ops.enqueue. A running task is moved by the
     /// engine; a sleeping one is placed at its wake-up.
     fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        let queued = self.dequeue_save(sim, t);
         self.copy_cpus(sim, t);
         let p = self.p(t);
         let cpu = sim.task(t).cpu;
@@ -705,32 +704,16 @@ impl Policy for ScxPolicy {
             // SAFETY: p is live.
             self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
         }
-        if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
+        if !queued || sim.abort.is_some() {
             return;
-        }
-        let k = &mut *self.k;
-        let mut held = false;
-        for q in k.local.iter_mut() {
-            if let Some(i) = q.iter().position(|&u| u == t) {
-                q.remove(i);
-                held = true;
-            }
-        }
-        held |= k.global.remove(t);
-        for q in k.user.values_mut() {
-            held |= q.remove(t);
         }
         if !sim.may_run(t, cpu) {
             let to = sim.fallback_cpu(t, cpu);
             sim.set_task_cpu(t, to);
             sim.kick(to);
         }
-        // A task the program keeps in queues of its own stays there: the
-        // model has no ops.dequeue to take it out.
-        if held {
-            let cpu = sim.task(t).cpu;
-            self.enqueue_op(sim, t, cpu, 0);
-        }
+        let cpu = sim.task(t).cpu;
+        self.enqueue_op(sim, t, cpu, 0);
     }
 
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
@@ -861,12 +844,13 @@ impl Policy for ScxPolicy {
 
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
         let c = cpu as usize;
+        // balance_one passes prev only when it ran on this CPU in the same
+        // __schedule (`prev_on_scx`); a CPU that idles has the idle task as
+        // prev when it next schedules, so ops.dispatch then gets none.
+        let prev = self.prev[c].take();
         let found = match self.balanced[c].take() {
             Some(f) => f || !self.k.local[c].is_empty(),
-            None => {
-                let prev = self.prev[c];
-                self.balance(sim, cpu, prev)
-            }
+            None => self.balance(sim, cpu, prev),
         };
         if !found {
             return None;
@@ -1005,6 +989,40 @@ impl Policy for ScxPolicy {
 }
 
 impl ScxPolicy {
+    /// The dequeue of a property change (core.c: dequeue_task with
+    /// DEQUEUE_SAVE, to be enqueued again with ENQUEUE_RESTORE): a queued
+    /// task leaves the queue the host holds it in, or, if the program
+    /// holds it, ops.dequeue is called (ext.c, dequeue_task_scx and
+    /// ops_dequeue: only in SCX_OPSS_QUEUED). Whether it was queued.
+    fn dequeue_save(&mut self, sim: &mut Sim, t: Tid) -> bool {
+        if sim.task(t).state != TState::Runnable || sim.abort.is_some() {
+            return false;
+        }
+        let k = &mut *self.k;
+        let mut held = false;
+        for q in k.local.iter_mut() {
+            if let Some(i) = q.iter().position(|&u| u == t) {
+                q.remove(i);
+                held = true;
+            }
+        }
+        held |= k.global.remove(t);
+        for q in k.user.values_mut() {
+            held |= q.remove(t);
+        }
+        if std::mem::take(&mut k.ts_mut(t).custody) {
+            held = true;
+            if self.ops_mask & abi::OP_DEQUEUE != 0 {
+                let p = self.p(t);
+                let cpu = sim.task(t).cpu;
+                // dequeue_task_scx runs under the task's run queue lock.
+                // SAFETY: p is live.
+                self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.dequeue)(p, abi::DEQ_SAVE | abi::DEQ_NOCLOCK) });
+            }
+        }
+        held
+    }
+
     fn enqueue_op(&mut self, sim: &mut Sim, t: Tid, cpu: u32, enq: u32) {
         let p = self.p(t);
         if self.ops_mask & abi::OP_ENQUEUE == 0 {
@@ -1013,6 +1031,8 @@ impl ScxPolicy {
         }
         // do_enqueue_task holds the task's run queue, not the waker's.
         let rq = sim.task(t).cpu;
+        // do_enqueue_task: held by the program unless it inserts the task.
+        self.k.ts_mut(t).custody = true;
         // SAFETY: p is live.
         self.call(sim, cpu, Some(rq), Context::Other, |f| unsafe { (f.enqueue)(p, enq) });
     }

@@ -23,6 +23,9 @@ pub(super) struct TaskState {
     pub(super) selected: bool,
     /// Runnable and not running since (the watchdog's runnable_at).
     pub(super) runnable_at: Option<u64>,
+    /// Held by the program: ops.enqueue kept it without inserting it into
+    /// a queue, and no insert has taken it since (ext.c, SCX_OPSS_QUEUED).
+    pub(super) custody: bool,
 }
 
 /// Whether task `t` may run on `cpu` (a task the program no longer knows
@@ -174,11 +177,8 @@ impl Kernel {
     /// ext.c, task_can_run_on_remote_rq (enforced): an insert into the
     /// local queue of a CPU outside the task's allowed set is an error.
     pub(super) fn fail_not_allowed(&mut self, t: Tid, cpu: u32) {
-        let (comm, pid) = {
-            let task = self.sim().task(t);
-            (task.comm.clone(), task.pid)
-        };
-        self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {comm}[{pid}]"));
+        let who = self.sim().task(t).who();
+        self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {who}"));
     }
     pub(super) fn allowed(&self, t: Tid, cpu: u32) -> bool {
         may_run(&self.tasks, t, cpu)
@@ -420,6 +420,7 @@ impl Kernel {
 
     /// Put `t` in a queue (ext.c, dispatch_enqueue).
     pub(super) fn insert(&mut self, t: Tid, kind: u32, id: u64, vtime: Option<u64>, enq: u32) {
+        self.ts_mut(t).custody = false;
         let head = enq & abi::ENQ_HEAD != 0;
         match kind {
             abi::DSQ_LOCAL | abi::DSQ_LOCAL_ON => {

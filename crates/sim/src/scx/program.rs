@@ -121,6 +121,11 @@ pub mod abi {
     pub const OP_QUIESCENT: u32 = 1 << 13;
     pub const OP_CGROUP_INIT: u32 = 1 << 14;
     pub const OP_SET_CPUMASK: u32 = 1 << 15;
+    pub const OP_DEQUEUE: u32 = 1 << 16;
+    /// kernel/sched/sched.h: the flags of a property change's dequeue
+    /// (sched_setaffinity, nice), DEQUEUE_SAVE | DEQUEUE_NOCLOCK.
+    pub const DEQ_SAVE: u64 = 0x02;
+    pub const DEQ_NOCLOCK: u64 = 0x08;
     pub const MASK_WORDS: usize = 128;
 }
 
@@ -175,6 +180,7 @@ entry_points! {
     enqueue: unsafe extern "C" fn(TaskPtr, u32),
     runnable: unsafe extern "C" fn(TaskPtr, u32),
     quiescent: unsafe extern "C" fn(TaskPtr, u32),
+    dequeue: unsafe extern "C" fn(TaskPtr, u64),
     dispatch: unsafe extern "C" fn(c_int, TaskPtr),
     running: unsafe extern "C" fn(TaskPtr),
     stopping: unsafe extern "C" fn(TaskPtr, u32),
