@@ -615,6 +615,7 @@ impl Engine {
             pinned: None,
             cpus: parent.and_then(|p| self.sim.tasks[p as usize].cpus.clone()),
             nice: parent.map_or(0, |p| self.sim.tasks[p as usize].nice),
+            sched_idle: parent.is_some_and(|p| self.sim.tasks[p as usize].sched_idle),
             daemon: false,
             owed: 0.0,
             last_cpu: u32::MAX,

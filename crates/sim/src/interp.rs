@@ -290,6 +290,10 @@ impl Engine {
                     self.sim.tasks[t as usize].nice = n;
                     self.policy.set_nice(&mut self.sim, t);
                 }
+                Step::SchedIdle(idle) => {
+                    self.sim.tasks[t as usize].sched_idle = idle;
+                    self.policy.set_nice(&mut self.sim, t);
+                }
                 Step::Affinity(ref cpus, children) => {
                     if children {
                         let kids: Vec<Tid> = (0..self.sim.tasks.len() as Tid)

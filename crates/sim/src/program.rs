@@ -102,10 +102,15 @@ pub enum Step {
     /// Record a measured interval: now minus mark N, under the workload's metric.
     Measure(u32),
     /// Set the task's nice value (-20 to 19), as setpriority(2) does; its
-    /// children inherit it. Only the sched_ext program (`scx:NAME`) sees it,
-    /// through the task's weight; the fair-class model and the papers'
-    /// policies weigh every task alike.
+    /// children inherit it. The fair-class models (`cfs`, `eevdf`) weigh
+    /// the task by it and the sched_ext program (`scx:NAME`) sees it as the
+    /// task's weight; the papers' policies weigh every task alike.
     Nice(i8),
+    /// sched_setscheduler(2) to SCHED_IDLE (true) or back to SCHED_NORMAL
+    /// (false); children forked later inherit it. The fair class gives an
+    /// idle-policy task the least weight and its own wake-up preemption
+    /// rules; a sched_ext program sees its weight and `p->policy`.
+    SchedIdle(bool),
     /// sched_setaffinity(2): allow these CPUs (those the machine lacks are
     /// ignored; none left is EINVAL and changes nothing), for the task
     /// itself, or (`true`) for each of its live children, running, queued

@@ -185,6 +185,9 @@ pub struct Task {
     pub cpus: Option<Box<[u64]>>,
     /// Its nice value (Step::Nice), inherited at fork.
     pub nice: i8,
+    /// SCHED_IDLE (Step::SchedIdle) rather than SCHED_NORMAL, inherited at
+    /// fork (sched_fork keeps the parent's policy).
+    pub sched_idle: bool,
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,

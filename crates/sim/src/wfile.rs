@@ -19,6 +19,8 @@
 //! for the message), futex_wait = futex, futex_wake = futex (+ count),
 //! barrier = barrier (+ spin_us: spin that long before blocking), repeat =
 //! program (+ times), repeat_for = program (+ ms), nice = -20..19,
+//! policy = "idle" or "normal" (sched_setscheduler to SCHED_IDLE or back;
+//! inherited by children forked later),
 //! affinity = "0-3,8" (sched_setaffinity: a CPU list as taskset -c takes
 //! it, or an array of CPUs; + of = "children" for the task's live children
 //! in place of itself).
@@ -83,7 +85,7 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, affinity";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity";
 
 /// The highest CPU number a mask may name, plus one (the programs handle
 /// 1024 CPUs; no modelled machine has more).
@@ -193,6 +195,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                         .filter(|n| (-20..=19).contains(n))
                         .ok_or_else(|| err(format!("{at}: field `nice` must be an integer from -20 to 19")))? as i8,
                 ),
+                "policy" => match t.get("policy").and_then(|v| v.as_str()) {
+                    Some("idle") => Step::SchedIdle(true),
+                    Some("normal") => Step::SchedIdle(false),
+                    _ => return Err(err(format!("{at}: field `policy` must be \"idle\" (SCHED_IDLE) or \"normal\" (SCHED_NORMAL)"))),
+                },
                 "affinity" => {
                     let cpus = match t.get("affinity") {
                         Some(toml::Value::String(list)) => parse_cpulist(list),
@@ -284,6 +291,7 @@ pub fn to_toml(w: &Workload) -> Result<String, String> {
                 Step::Repeat(c, n) => format!("{{ repeat = {}, times = {n} }}", q(&names[*c as usize])),
                 Step::RepeatFor(c, ns) => format!("{{ repeat_for = {}, ms = {} }}", q(&names[*c as usize]), num(*ns as f64 / 1e6)),
                 Step::Nice(n) => format!("{{ nice = {n} }}"),
+                Step::SchedIdle(idle) => format!("{{ policy = \"{}\" }}", if *idle { "idle" } else { "normal" }),
                 Step::Affinity(cpus, children) => format!(
                     "{{ affinity = [{}]{} }}",
                     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
@@ -350,6 +358,17 @@ mod tests {
         for bad in ["20", "-21", "1.5", "\"low\""] {
             let e = parse(&PIPELINE.replace("{ exec = \"producer\" }", &format!("{{ nice = {bad} }}")), "x").unwrap_err().to_string();
             assert!(e.contains("program producer, step 1") && e.contains("from -20 to 19"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn policy_is_idle_or_normal() {
+        let with = |step: &str| parse(&PIPELINE.replace("{ exec = \"producer\" }", step), "x");
+        assert_eq!(with("{ policy = \"idle\" }").unwrap().programs[0].steps[0], Step::SchedIdle(true));
+        assert_eq!(with("{ policy = \"normal\" }").unwrap().programs[0].steps[0], Step::SchedIdle(false));
+        for bad in ["{ policy = \"batch\" }", "{ policy = 5 }"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1") && e.contains("SCHED_IDLE"), "{bad}: {e}");
         }
     }
 

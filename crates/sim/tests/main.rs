@@ -45,6 +45,8 @@ mod spec_props;
 mod trace_order;
 #[path = "warm.rs"]
 mod warm;
+#[path = "weights.rs"]
+mod weights;
 #[path = "workload_shapes.rs"]
 mod workload_shapes;
 

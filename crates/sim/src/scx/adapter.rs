@@ -362,6 +362,19 @@ impl ScxPolicy {
         self.k.ts(t).p
     }
 
+    /// The task's nice value, policy and sched_ext weight into its
+    /// task_struct: `p->scx.weight` is the load weight on the cgroup scale,
+    /// WEIGHT_IDLEPRIO's 1 for SCHED_IDLE (kernel/sched/ext.c,
+    /// scx_enable_task and reweight_task_scx, since 6.11).
+    fn set_prio(&mut self, sim: &Sim, t: Tid) {
+        use crate::prio::{cgroup_weight, load_weight, SCHED_IDLE, SCHED_NORMAL};
+        let task = sim.task(t);
+        let policy = if task.sched_idle { SCHED_IDLE } else { SCHED_NORMAL };
+        let w = cgroup_weight(load_weight(task.nice, task.sched_idle));
+        // SAFETY: p is live.
+        unsafe { (self.prog.f.task_set_prio)(self.p(t), task.nice as c_int, policy, w) };
+    }
+
     /// The task's allowed CPUs as the simulator has them, into the kernel
     /// side and the program's task_struct (cpus_mask, nr_cpus_allowed).
     fn copy_cpus(&mut self, sim: &Sim, t: Tid) {
@@ -623,7 +636,8 @@ impl Policy for ScxPolicy {
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
         let task = sim.task(t);
         let pid = task.pid as i32;
-        let (pinned, nice, narrowed) = (task.pinned, task.nice, task.cpus.is_some());
+        let (pinned, narrowed) = (task.pinned, task.cpus.is_some());
+        let prio_set = task.nice != 0 || task.sched_idle;
         // SAFETY: a new task of this program's copy.
         let p = unsafe { (self.prog.f.task_new)(t, pid, pinned.map_or(-1, |c| c as c_int)) };
         if self.k.tasks.len() <= t as usize {
@@ -632,9 +646,8 @@ impl Policy for ScxPolicy {
         self.k.tasks[t as usize] =
             Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None });
         self.k.pid_tid.insert(pid, t);
-        if nice != 0 {
-            // SAFETY: p is live.
-            unsafe { (self.prog.f.task_set_nice)(p, nice as c_int) };
+        if prio_set {
+            self.set_prio(sim, t);
         }
         if narrowed {
             // A child inherits its parent's allowed CPUs (dup_task_struct),
@@ -669,8 +682,7 @@ impl Policy for ScxPolicy {
     // The program defines no ops.set_weight: the kernel only updates the
     // task's weight, which the program reads when it charges a run.
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
-        // SAFETY: p is live.
-        unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
+        self.set_prio(sim, t);
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
