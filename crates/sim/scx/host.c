@@ -1555,6 +1555,17 @@ void wc_sim_task_set_prio(struct task_struct *p, s32 nice, s32 policy, u32 weigh
 	p->normal_prio = p->static_prio;
 }
 
+/* migrate_disable and migrate_enable: @depth is the task's own count. The
+ * program reads the count plus one while it is above zero: the value of a
+ * migration-disabled task that is current under a BPF prolog that disables
+ * migration (CONFIG_PREEMPT_RCU, as this host declares), so that the scx
+ * headers' is_migration_disabled(), which discounts that one for the
+ * current task, answers as in the kernel whichever task is current. */
+void wc_sim_task_set_migration_disabled(struct task_struct *p, u32 depth)
+{
+	p->migration_disabled = depth ? depth + 1 : 0;
+}
+
 /* What the kernel keeps in the task and the program reads or writes. */
 u64 wc_sim_task_slice(struct task_struct *p)
 {

@@ -122,11 +122,16 @@ impl Draw {
 
 /// Run `index` of a hunt seeded `seed` over `machines` (each with its CPU
 /// count): a workload of 1 to 4 tasks per CPU (at most 48) that compute,
-/// sleep, change their nice value and their allowed CPUs, fork children
-/// and change theirs, each for at most a few simulated seconds.
+/// sleep, change their nice value, policy and allowed CPUs, disable
+/// migration around a computation, fork children and change theirs, each
+/// for at most a few simulated seconds.
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
+    // SCHED_IDLE and migration-disabled sections come from a stream of
+    // their own: every other draw is as before they existed, so a run of
+    // an earlier hunt keeps its tasks, with these steps added.
+    let mut x = Draw(ChaCha8Rng::seed_from_u64(cs ^ 0x1d1e_5ced_0000_0001));
     let (machine, n) = machines[d.range(0, machines.len() as u64 - 1) as usize].clone();
     let mut w = Workload::new(&format!("hunt-{seed}-{index}"));
     let tasks = match d.range(0, 4) {
@@ -139,9 +144,25 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     .clamp(1, 48);
     for i in 0..tasks {
         let mut body = Vec::new();
+        let pinned_section = x.chance(0.15);
+        if pinned_section {
+            body.push(Step::MigrateDisable);
+        }
         body.push(Step::Compute(Amount::work_us(d.work_us(), 0.0)));
+        // A section may hold a sleep (preemptible and sleeping sections,
+        // as under PREEMPT_RT) or end before it.
+        let sleep_inside = pinned_section && x.chance(0.3);
+        if pinned_section && !sleep_inside {
+            body.push(Step::MigrateEnable);
+        }
         if d.chance(0.6) {
             body.push(Step::Sleep(Amount::fixed(d.range(10, 2_000) as f64 * 1e3)));
+        }
+        if sleep_inside {
+            body.push(Step::MigrateEnable);
+        }
+        if x.chance(0.05) {
+            body.push(Step::SchedIdle(x.chance(0.5)));
         }
         if d.chance(0.2) {
             body.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
@@ -153,6 +174,9 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let mut steps = Vec::new();
         if d.chance(0.3) {
             steps.push(Step::Nice(d.range(0, 39) as i8 - 20));
+        }
+        if x.chance(0.1) {
+            steps.push(Step::SchedIdle(true));
         }
         if d.chance(0.4) {
             steps.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));

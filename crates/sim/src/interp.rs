@@ -294,6 +294,30 @@ impl Engine {
                     self.sim.tasks[t as usize].sched_idle = idle;
                     self.policy.set_nice(&mut self.sim, t);
                 }
+                Step::MigrateDisable => {
+                    let task = &mut self.sim.tasks[t as usize];
+                    task.migration_disabled += 1;
+                    if task.migration_disabled == 1 {
+                        self.policy.set_migration_disabled(&mut self.sim, t);
+                    }
+                }
+                Step::MigrateEnable => {
+                    // An unmatched migrate_enable does nothing (the kernel
+                    // warns).
+                    let task = &mut self.sim.tasks[t as usize];
+                    if task.migration_disabled > 0 {
+                        task.migration_disabled -= 1;
+                        if task.migration_disabled == 0 {
+                            self.policy.set_migration_disabled(&mut self.sim, t);
+                            // migrate_enable: a move an affinity change
+                            // asked for meanwhile happens now
+                            // (affine_move_task's pending stop).
+                            if self.move_off_disallowed(t) {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
                 Step::Affinity(ref cpus, children) => {
                     if children {
                         let kids: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
@@ -303,9 +327,9 @@ impl Engine {
                             })
                             .collect();
                         for k in kids {
-                            self.set_affinity(k, cpus);
+                            self.set_affinity(k, cpus, false);
                         }
-                    } else if self.set_affinity(t, cpus) {
+                    } else if self.set_affinity(t, cpus, true) {
                         return Ok(());
                     }
                 }
@@ -327,9 +351,10 @@ impl Engine {
     /// told (set_cpus_allowed, ops.set_cpumask); a task running on a CPU
     /// it may no longer use is preempted and moved to an allowed CPU
     /// (affine_move_task's stopper, as exec's migration), a queued one is
-    /// moved by the policy, a sleeping one is placed at its wake-up. True
-    /// if `t` was running and left its CPU.
-    fn set_affinity(&mut self, t: Tid, cpus: &[u32]) -> bool {
+    /// moved by the policy, a sleeping one is placed at its wake-up. `own`:
+    /// the task changes its own set. True if `t` was running and left its
+    /// CPU.
+    fn set_affinity(&mut self, t: Tid, cpus: &[u32], own: bool) -> bool {
         let n = self.sim.machine.nr_cpus;
         let mut mask = vec![0u64; n.div_ceil(64) as usize];
         let mut count = 0;
@@ -342,8 +367,22 @@ impl Engine {
         if count == 0 {
             return false;
         }
+        let task = &self.sim.tasks[t as usize];
+        if own && task.migration_disabled > 0 && mask[task.cpu as usize / 64] >> (task.cpu % 64) & 1 == 0 {
+            // __set_cpus_allowed_ptr_locked: a migration-disabled task may
+            // not take its own CPU out of its set (EBUSY). Another task's
+            // change waits for its migrate_enable (affine_move_task).
+            return false;
+        }
         self.sim.tasks[t as usize].cpus = (count < n).then(|| mask.into_boxed_slice());
         self.policy.set_cpumask(&mut self.sim, t);
+        self.move_off_disallowed(t)
+    }
+
+    /// A running task whose CPU it may no longer use is preempted and moved
+    /// to the fallback CPU (affine_move_task's stopper, as exec's
+    /// migration). True if it left its CPU.
+    fn move_off_disallowed(&mut self, t: Tid) -> bool {
         let r = self.sim.tasks[t as usize].cpu;
         if self.sim.tasks[t as usize].state != TState::Running || self.sim.may_run(t, r) {
             return false;

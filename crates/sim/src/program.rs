@@ -111,6 +111,12 @@ pub enum Step {
     /// idle-policy task the least weight and its own wake-up preemption
     /// rules; a sched_ext program sees its weight and `p->policy`.
     SchedIdle(bool),
+    /// migrate_disable(): the task stays on its CPU until the matching
+    /// MigrateEnable (they nest); it may still be preempted and sleep.
+    MigrateDisable,
+    /// migrate_enable(): at the outermost one the task may move again,
+    /// and leaves its CPU at once if its allowed CPUs no longer hold it.
+    MigrateEnable,
     /// sched_setaffinity(2): allow these CPUs (those the machine lacks are
     /// ignored; none left is EINVAL and changes nothing), for the task
     /// itself, or (`true`) for each of its live children, running, queued

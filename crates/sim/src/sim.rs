@@ -188,6 +188,9 @@ pub struct Task {
     /// SCHED_IDLE (Step::SchedIdle) rather than SCHED_NORMAL, inherited at
     /// fork (sched_fork keeps the parent's policy).
     pub sched_idle: bool,
+    /// migrate_disable() depth (Step::MigrateDisable): while above 0 the
+    /// task runs only on `cpu` (is_migration_disabled). A child starts at 0.
+    pub migration_disabled: u32,
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,
@@ -206,6 +209,11 @@ pub struct Task {
 impl Task {
     /// Whether it may run on CPU `c`.
     pub fn may_run(&self, c: u32) -> bool {
+        // is_cpu_allowed: migrate_disable_switch narrows cpus_ptr to the
+        // task's CPU; the affinity it had waits for migrate_enable.
+        if self.migration_disabled > 0 {
+            return c == self.cpu;
+        }
         self.pinned.is_none_or(|p| p == c)
             && self.cpus.as_ref().is_none_or(|m| m.get(c as usize / 64).is_some_and(|w| w >> (c % 64) & 1 == 1))
     }

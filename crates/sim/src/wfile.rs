@@ -20,7 +20,8 @@
 //! barrier = barrier (+ spin_us: spin that long before blocking), repeat =
 //! program (+ times), repeat_for = program (+ ms), nice = -20..19,
 //! policy = "idle" or "normal" (sched_setscheduler to SCHED_IDLE or back;
-//! inherited by children forked later),
+//! inherited by children forked later), migrate_disable = true and
+//! migrate_enable = true (a section where the task stays on its CPU),
 //! affinity = "0-3,8" (sched_setaffinity: a CPU list as taskset -c takes
 //! it, or an array of CPUs; + of = "children" for the task's live children
 //! in place of itself).
@@ -85,7 +86,7 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity, migrate_disable, migrate_enable";
 
 /// The highest CPU number a mask may name, plus one (the programs handle
 /// 1024 CPUs; no modelled machine has more).
@@ -195,6 +196,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                         .filter(|n| (-20..=19).contains(n))
                         .ok_or_else(|| err(format!("{at}: field `nice` must be an integer from -20 to 19")))? as i8,
                 ),
+                "migrate_disable" => Step::MigrateDisable,
+                "migrate_enable" => Step::MigrateEnable,
                 "policy" => match t.get("policy").and_then(|v| v.as_str()) {
                     Some("idle") => Step::SchedIdle(true),
                     Some("normal") => Step::SchedIdle(false),
@@ -291,6 +294,8 @@ pub fn to_toml(w: &Workload) -> Result<String, String> {
                 Step::Repeat(c, n) => format!("{{ repeat = {}, times = {n} }}", q(&names[*c as usize])),
                 Step::RepeatFor(c, ns) => format!("{{ repeat_for = {}, ms = {} }}", q(&names[*c as usize]), num(*ns as f64 / 1e6)),
                 Step::Nice(n) => format!("{{ nice = {n} }}"),
+                Step::MigrateDisable => "{ migrate_disable = true }".into(),
+                Step::MigrateEnable => "{ migrate_enable = true }".into(),
                 Step::SchedIdle(idle) => format!("{{ policy = \"{}\" }}", if *idle { "idle" } else { "normal" }),
                 Step::Affinity(cpus, children) => format!(
                     "{{ affinity = [{}]{} }}",

@@ -27,6 +27,8 @@ mod kernel_time;
 mod layers;
 #[path = "machines_today.rs"]
 mod machines_today;
+#[path = "migrate.rs"]
+mod migrate;
 #[path = "model.rs"]
 mod model;
 #[path = "nest.rs"]

@@ -644,7 +644,7 @@ impl Policy for ScxPolicy {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, held_on: None, direct: None, selected: false, runnable_at: None });
         self.k.pid_tid.insert(pid, t);
         if prio_set {
             self.set_prio(sim, t);
@@ -683,6 +683,16 @@ impl Policy for ScxPolicy {
     // task's weight, which the program reads when it charges a run.
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         self.set_prio(sim, t);
+    }
+
+    /// migrate_disable and migrate_enable: p->migration_disabled, and the
+    /// kernel's side holds the task to its CPU meanwhile.
+    fn set_migration_disabled(&mut self, sim: &mut Sim, t: Tid) {
+        let task = sim.task(t);
+        let (depth, cpu) = (task.migration_disabled, task.cpu);
+        self.k.ts_mut(t).held_on = (depth > 0).then_some(cpu);
+        // SAFETY: p is live.
+        unsafe { (self.prog.f.task_set_migration_disabled)(self.p(t), depth) };
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
@@ -1001,6 +1011,16 @@ impl Policy for ScxPolicy {
 impl ScxPolicy {
     fn enqueue_op(&mut self, sim: &mut Sim, t: Tid, cpu: u32, enq: u32) {
         let p = self.p(t);
+        if let (Some(held), false) = (self.k.ts(t).held_on, self.plan.flags.enq_migration_disabled) {
+            // ext.c, do_enqueue_task: without SCX_OPS_ENQ_MIGRATION_DISABLED
+            // (6.15 and later) a migration-disabled task goes to its CPU's
+            // local queue with a default slice, not to ops.enqueue.
+            // SAFETY: p is live; SCX_SLICE_DFL is 20 ms.
+            unsafe { (self.prog.f.task_set_slice)(p, 20_000_000) };
+            self.k.local[held as usize].push_back(t);
+            sim.kick(held);
+            return;
+        }
         if self.ops_mask & abi::OP_ENQUEUE == 0 {
             self.k.global.fifo.push_back(t);
             return;
