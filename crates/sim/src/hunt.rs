@@ -401,6 +401,24 @@ mod tests {
     }
 
     #[test]
+    fn runs_draw_sched_idle_and_closed_migration_disabled_sections() {
+        let m = vec![("default".to_string(), 16)];
+        let (mut idle, mut sections) = (0, 0);
+        for i in 0..200 {
+            let c = generate(5, i, &m);
+            let steps = || c.workload.programs.iter().flat_map(|p| p.steps.iter());
+            idle += steps().any(|s| matches!(s, Step::SchedIdle(_))) as u32;
+            let (on, off) = (
+                steps().filter(|s| matches!(s, Step::MigrateDisable)).count(),
+                steps().filter(|s| matches!(s, Step::MigrateEnable)).count(),
+            );
+            assert_eq!(on, off, "run {i}: every section ends");
+            sections += (on > 0) as u32;
+        }
+        assert!(idle > 10 && sections > 10, "{idle} runs with SCHED_IDLE, {sections} with sections");
+    }
+
+    #[test]
     fn prune_drops_unused_programs_and_renumbers() {
         let mut w = Workload::new("p");
         let dead = w.add("dead", vec![Step::Exit]);
