@@ -123,8 +123,8 @@ impl Draw {
 /// Run `index` of a hunt seeded `seed` over `machines` (each with its CPU
 /// count): a workload of 1 to 4 tasks per CPU (at most 48) that compute,
 /// sleep, change their nice value, policy and allowed CPUs, disable
-/// migration around a computation, fork children and change theirs, each
-/// for at most a few simulated seconds.
+/// migration around a computation, join a cpuset and change its CPUs, fork
+/// children and change theirs, each for at most a few simulated seconds.
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
@@ -142,6 +142,10 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         _ => d.range(1, 4 * n as u64),
     }
     .clamp(1, 48);
+    // A cpuset, often of a few CPUs, that some tasks join and whose CPUs
+    // some change while they run.
+    let cpuset = x.chance(0.2).then(|| x.mask(n));
+    let mut cpuset_made = false;
     for i in 0..tasks {
         let mut body = Vec::new();
         let pinned_section = x.chance(0.15);
@@ -164,6 +168,9 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         if x.chance(0.05) {
             body.push(Step::SchedIdle(x.chance(0.5)));
         }
+        if cpuset.is_some() && x.chance(0.03) {
+            body.push(Step::CpusetCpus(0, x.mask(n).into_boxed_slice()));
+        }
         if d.chance(0.2) {
             body.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
         }
@@ -177,6 +184,12 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         }
         if x.chance(0.1) {
             steps.push(Step::SchedIdle(true));
+        }
+        if let Some(cpus) = cpuset.as_ref().filter(|_| x.chance(0.5)) {
+            if !std::mem::replace(&mut cpuset_made, true) {
+                steps.push(Step::CpusetCpus(0, cpus.clone().into_boxed_slice()));
+            }
+            steps.push(Step::JoinCpuset(0));
         }
         if d.chance(0.4) {
             steps.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
@@ -203,6 +216,8 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let cpu = d.chance(0.2).then(|| d.range(0, n as u64 - 1) as u32);
         w.initial.push((prog, format!("t{i}"), cpu));
     }
+    // A cpuset only a body's step names is made there.
+    w.cpusets = w.programs.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::JoinCpuset(_) | Step::CpusetCpus(..))) as u32;
     Case { index, machine, seed: cs, workload: w }
 }
 

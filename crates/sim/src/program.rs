@@ -117,6 +117,12 @@ pub enum Step {
     /// migrate_enable(): at the outermost one the task may move again,
     /// and leaves its CPU at once if its allowed CPUs no longer hold it.
     MigrateEnable,
+    /// Move the task into cpuset N (a write to its cgroup.procs,
+    /// cpuset_attach); children forked later are born in it.
+    JoinCpuset(u32),
+    /// Write cpuset N's CPUs (cpuset.cpus; none of the machine's: the
+    /// parent's, every CPU); each member's allowed CPUs follow.
+    CpusetCpus(u32, Box<[u32]>),
     /// sched_setaffinity(2): allow these CPUs (those the machine lacks are
     /// ignored; none left is EINVAL and changes nothing), for the task
     /// itself, or (`true`) for each of its live children, running, queued
@@ -143,6 +149,9 @@ pub struct Workload {
     pub futexes: u32,
     /// Participants of each barrier.
     pub barriers: Vec<u32>,
+    /// Cpusets (cgroup v2 children of the root), each with every CPU
+    /// until a step writes its CPUs.
+    pub cpusets: u32,
     /// The workload's own metric, if it has one other than completion time:
     /// (name, unit, kind).
     pub metric: Option<MetricSpec>,
@@ -181,6 +190,7 @@ impl Workload {
             pipes: Vec::new(),
             futexes: 0,
             barriers: Vec::new(),
+            cpusets: 0,
             metric: None,
             params: Vec::new(),
             end_ns: None,
@@ -231,6 +241,7 @@ impl Workload {
                     Step::PipeRead(i) | Step::PipeSpinRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
                     Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
                     Step::Barrier(i) | Step::BarrierSpin(i, _) => i as usize >= self.barriers.len(),
+                    Step::JoinCpuset(i) | Step::CpusetCpus(i, _) => i >= self.cpusets,
                     _ => false,
                 };
                 if bad {

@@ -191,6 +191,11 @@ pub struct Task {
     /// migrate_disable() depth (Step::MigrateDisable): while above 0 the
     /// task runs only on `cpu` (is_migration_disabled). A child starts at 0.
     pub migration_disabled: u32,
+    /// Its cpuset (Step::JoinCpuset), inherited at fork; None: the root.
+    pub cpuset: Option<u32>,
+    /// The CPUs sched_setaffinity asked for (user_cpus_ptr), None for
+    /// every CPU: `cpus` is this within the cpuset's CPUs.
+    pub user_cpus: Option<Box<[u64]>>,
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,
@@ -309,6 +314,8 @@ pub struct Sim {
     pub(crate) steps: std::rc::Rc<Vec<Step>>,
     pub(crate) prog_span: Vec<(u32, u32)>,
     pub(crate) pipes: Vec<Pipe>,
+    /// Each cpuset's CPUs (mask words), None for every CPU.
+    pub(crate) cpusets: Vec<Option<Box<[u64]>>>,
     pub(crate) futexes: Vec<VecDeque<Tid>>,
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) marks: Vec<u64>,

@@ -15,6 +15,8 @@ mod background;
 mod barrier;
 #[path = "cfs_balance.rs"]
 mod cfs_balance;
+#[path = "cpuset.rs"]
+mod cpuset;
 #[path = "drivers.rs"]
 mod drivers;
 #[path = "eevdf.rs"]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::make_policy;
 use warmcore_sim::program::{Amount, Step, Workload};
-use warmcore_sim::{Governor, Machine};
+use warmcore_sim::Governor;
 use warmcore_trace::{ids, Event};
 
 mod common;
