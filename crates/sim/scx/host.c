@@ -1542,29 +1542,28 @@ void wc_sim_task_free(struct task_struct *p)
 	free(t);
 }
 
-/* A nice value as the kernel turns it into the task's sched_ext weight:
- * its load weight (sched_prio_to_weight in kernel/sched/core.c) on the
- * cgroup scale, 100 for nice 0, rounded, within 1 .. 10000
- * (set_task_scx_weight and sched_weight_to_cgroup). */
-void wc_sim_task_set_nice(struct task_struct *p, s32 nice)
+/* setpriority and sched_setscheduler as the program sees them: the nice
+ * value, the policy (SCHED_NORMAL or SCHED_IDLE) and the weight the
+ * simulator derived from them (crates/sim/src/prio.rs: the load weight on
+ * the cgroup scale, scx_enable_task and reweight_task_scx). */
+void wc_sim_task_set_prio(struct task_struct *p, s32 nice, s32 policy, u32 weight)
 {
-	static const u32 prio_to_weight[40] = {
-		88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
-		9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
-		1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
-		110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
-	};
-	u64 w;
-
-	if (nice < -20)
-		nice = -20;
-	if (nice > 19)
-		nice = 19;
-	w = ((u64)prio_to_weight[nice + 20] * 100 + 512) / 1024;
-	p->scx.weight = w < 1 ? 1 : w > 10000 ? 10000 : w;
+	p->scx.weight = weight;
+	p->policy = policy;
 	p->static_prio = 120 + nice;
 	p->prio = p->static_prio;
 	p->normal_prio = p->static_prio;
+}
+
+/* migrate_disable and migrate_enable: @depth is the task's own count. The
+ * program reads the count plus one while it is above zero: the value of a
+ * migration-disabled task that is current under a BPF prolog that disables
+ * migration (CONFIG_PREEMPT_RCU, as this host declares), so that the scx
+ * headers' is_migration_disabled(), which discounts that one for the
+ * current task, answers as in the kernel whichever task is current. */
+void wc_sim_task_set_migration_disabled(struct task_struct *p, u32 depth)
+{
+	p->migration_disabled = depth ? depth + 1 : 0;
 }
 
 /* What the kernel keeps in the task and the program reads or writes. */

@@ -28,8 +28,16 @@
 //! - Newly-idle balancing: load_balance as a newly idle CPU at each domain
 //!   level, bottom-up, until one pulls.
 //!
-//! Simplifications (stated): all tasks nice 0; loads are PELT averages of
-//! runnable-task counts; task utilisation counts as one CPU per task
+//! - Weights (prio.rs): a task's nice value or SCHED_IDLE sets its load
+//!   weight; vruntime advances by calc_delta_fair, a slice is the task's
+//!   weighted share of the period (sched_slice), the wake-up granularity is
+//!   the waking task's (wakeup_gran), and an idle-policy task is preempted
+//!   by any waking normal task and never preempts at wake-up
+//!   (check_preempt_wakeup).
+//!
+//! Simplifications (stated): loads are PELT averages of the runnable
+//! tasks' weights (1 for nice 0), but load_balance moves tasks counted as
+//! load 1 each; task utilisation counts as one CPU per task
 //! (migrate_util); no cache-hot skipping, no active balancing, no doubling
 //! of balance_interval on failure; the NOHZ kick needs waiting tasks on the
 //! kicking CPU (the nr_busy_cpus trigger is left out); newly-idle balancing
@@ -41,6 +49,7 @@ use warmcore_trace::ids;
 
 use crate::machine::Machine;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
+use crate::prio::{delta_fair, load_weight, NICE_0_LOAD};
 use crate::sim::{Sim, Tid, TICK_NS};
 use crate::SimError;
 
@@ -244,7 +253,10 @@ struct Rq {
     /// due, as on a machine that was idle (no ilb kicks) before the run.
     last_balance: [Option<u64>; 3],
     nohz_kicked: bool,
-    /// `eevdf`: the sum of the queued tasks' vruntimes, and the last V.
+    /// The queued tasks' summed weight (the running task's not counted).
+    q_weight: u64,
+    /// `eevdf`: the sum of the queued tasks' weighted vruntimes, and the
+    /// last V.
     sum_vr: u128,
     v0: u64,
 }
@@ -256,6 +268,8 @@ impl Rq {
 
 #[derive(Clone, Debug, Default)]
 struct TaskData {
+    /// Load weight (prio.rs, load_weight).
+    weight: u64,
     vr: u64,
     /// The CPU whose min_vruntime `vr` is relative to.
     vr_cpu: u32,
@@ -430,9 +444,12 @@ impl Cfs {
     }
 
     fn update_load(&mut self, now: u64, c: u32) {
+        let curr_w = self.rq[c as usize].curr.map_or(0, |t| self.td[t as usize].weight);
         let rq = &mut self.rq[c as usize];
-        let nr = rq.nr_running() as f64;
-        rq.load.set(now, nr);
+        // The runnable tasks' weights in units of a nice-0 task: their count
+        // when all are nice 0.
+        let load = (rq.q_weight + curr_w) as f64 / NICE_0_LOAD as f64;
+        rq.load.set(now, load);
         rq.load_memo.set((u64::MAX, 0.0));
     }
 
@@ -454,23 +471,27 @@ impl Cfs {
 
     fn q_insert(&mut self, c: u32, t: Tid) {
         let k = self.key(t);
+        let d = &self.td[t as usize];
         let rq = &mut self.rq[c as usize];
         rq.queue.insert((k, t));
-        rq.sum_vr += self.td[t as usize].vr as u128;
+        rq.sum_vr += d.vr as u128 * d.weight as u128;
+        rq.q_weight += d.weight;
     }
 
     fn q_remove(&mut self, c: u32, t: Tid) {
         let k = self.key(t);
+        let d = &self.td[t as usize];
         let rq = &mut self.rq[c as usize];
         if rq.queue.remove(&(k, t)) {
-            rq.sum_vr -= self.td[t as usize].vr as u128;
+            rq.sum_vr -= d.vr as u128 * d.weight as u128;
+            rq.q_weight -= d.weight;
         }
     }
 
     fn curr_vr(&self, now: u64, c: u32) -> Option<u64> {
         self.rq[c as usize].curr.map(|t| {
             let d = &self.td[t as usize];
-            d.vr + now.saturating_sub(d.exec_start)
+            d.vr + delta_fair(now.saturating_sub(d.exec_start), d.weight)
         })
     }
 
@@ -489,11 +510,19 @@ impl Cfs {
         rq.min_vr = rq.min_vr.max(m);
     }
 
-    /// sched_slice for a queue of `nr` nice-0 tasks.
-    fn slice(nr: u64) -> u64 {
+    /// sched_slice: the share of the period of `nr` tasks for a task of
+    /// weight `w` in a queue weighing `load` with it; period / nr when all
+    /// are nice 0.
+    fn slice(nr: u64, w: u64, load: u64) -> u64 {
         let nr = nr.max(1);
         let period = if nr > NR_LATENCY { nr * MIN_GRAN } else { LATENCY };
-        period / nr
+        (period as u128 * w as u128 / load.max(1) as u128) as u64
+    }
+    /// The summed weight of the tasks runnable on `c`, the running one
+    /// included (cfs_rq->load).
+    fn rq_weight(&self, c: u32) -> u64 {
+        let rq = &self.rq[c as usize];
+        rq.q_weight + rq.curr.map_or(0, |t| self.td[t as usize].weight)
     }
 
     /// Groups of the domain of `cpu` at a level: cores at SMT's parent (MC),
@@ -1067,13 +1096,48 @@ impl Policy for Cfs {
             let d = &self.td[p as usize];
             d.vr.saturating_sub(self.rq[d.vr_cpu as usize].min_vr)
         });
+        let weight = load_weight(sim.task(t as Tid).nice, sim.task(t as Tid).sched_idle);
         let d = &mut self.td[t];
+        d.weight = weight;
         // A new task's load starts full (load_avg = weight, docs/model.md,
         // PELT and schedutil).
-        d.load = Avg { v: 1.0, n: 1.0, t: now };
+        let l = weight as f64 / NICE_0_LOAD as f64;
+        d.load = Avg { v: l, n: l, t: now };
         d.recent_used_cpu = cpu;
         d.vr_cpu = cpu;
         d.vr = pvr.unwrap_or(0) + self.rq[cpu as usize].min_vr;
+    }
+
+    /// set_load_weight and reweight_task: the task's weight follows its
+    /// nice value and policy. Under 5.9 its vruntime stays
+    /// (reweight_entity); under `eevdf` its lag and deadline scale.
+    fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
+        let w = load_weight(sim.task(t).nice, sim.task(t).sched_idle);
+        let now = sim.now();
+        if self.td[t as usize].weight == w {
+            return;
+        }
+        if self.kernel == Kernel::Eevdf {
+            self.reweight_eevdf(now, t, w);
+        } else if let Some(c) = self.td[t as usize].queued_on {
+            // The queue's weight sum changes with it.
+            self.q_remove(c, t);
+            self.td[t as usize].weight = w;
+            self.q_insert(c, t);
+        } else if let Some(c) = (0..self.rq.len() as u32).find(|&c| self.rq[c as usize].curr == Some(t)) {
+            // update_curr: the run so far counts at the old weight.
+            let vr = self.curr_vr(now, c).unwrap_or(0);
+            let d = &mut self.td[t as usize];
+            d.vr = vr;
+            d.exec_start = now;
+            d.weight = w;
+        } else {
+            self.td[t as usize].weight = w;
+        }
+        let cpu = sim.task(t).cpu;
+        if self.td[t as usize].queued_on.is_some() || self.rq[cpu as usize].curr == Some(t) {
+            self.update_load(now, cpu);
+        }
     }
 
     /// core.c, affine_move_task: a queued task whose CPU left its allowed
@@ -1138,30 +1202,37 @@ impl Policy for Cfs {
         self.update_min_vr(now, cpu);
         let min = self.rq[c].min_vr;
         let nr = self.rq[c].nr_running();
+        let load = self.rq_weight(cpu);
         let d = &mut self.td[t as usize];
         if d.vr_cpu != cpu {
             d.vr = d.vr.saturating_sub(self.rq[d.vr_cpu as usize].min_vr) + min;
             d.vr_cpu = cpu;
         }
         match flags {
-            // START_DEBIT: one virtual slice after min_vruntime.
-            Enq::New | Enq::Initial => d.vr = d.vr.max(min + Self::slice(nr + 1)),
+            // START_DEBIT: one virtual slice (sched_vslice) after
+            // min_vruntime.
+            Enq::New | Enq::Initial => {
+                d.vr = d.vr.max(min + delta_fair(Self::slice(nr + 1, d.weight, load + d.weight), d.weight))
+            }
             Enq::Wakeup => d.vr = d.vr.max(min.saturating_sub(SLEEPER_CREDIT)),
             Enq::Exec | Enq::Preempted => {}
         }
         if flags != Enq::Preempted {
-            d.load.set(now, 1.0);
+            d.load.set(now, d.weight as f64 / NICE_0_LOAD as f64);
         }
-        let vr = d.vr;
+        let (vr, w) = (d.vr, d.weight);
         d.queued_on = Some(cpu);
         self.q_insert(cpu, t);
         self.set_waiting(cpu);
         self.update_load(now, cpu);
-        // check_preempt_wakeup: preempt if the current task leads by more
-        // than the wakeup granularity.
+        // check_preempt_wakeup: an idle-policy task is preempted by a
+        // waking normal one; an idle-policy task waking never preempts;
+        // otherwise preempt if the current task leads by more than the
+        // waking task's wakeup granularity (wakeup_gran: calc_delta_fair).
         if matches!(flags, Enq::Wakeup | Enq::New) {
-            if let Some(cvr) = self.curr_vr(now, cpu) {
-                if cvr > vr + WAKEUP_GRAN {
+            if let (Some(cvr), Some(curr)) = (self.curr_vr(now, cpu), self.rq[c].curr) {
+                let (curr_idle, t_idle) = (sim.task(curr).sched_idle, sim.task(t).sched_idle);
+                if (curr_idle && !t_idle) || (!t_idle && cvr > vr + delta_fair(WAKEUP_GRAN, w)) {
                     self.n.wakeup_preemptions += 1;
                     sim.resched(cpu);
                 }
@@ -1234,7 +1305,7 @@ impl Policy for Cfs {
             self.save_lag(now, cpu, t);
         }
         let d = &mut self.td[t as usize];
-        d.vr += now.saturating_sub(d.exec_start);
+        d.vr += delta_fair(now.saturating_sub(d.exec_start), d.weight);
         d.exec_start = now;
         self.rq[cpu as usize].curr = None;
         if !runnable {
@@ -1266,7 +1337,7 @@ impl Policy for Cfs {
         }
         // check_preempt_tick (docs/model.md, Run queue and tick).
         let nr = self.rq[c].nr_running();
-        let ideal = Self::slice(nr);
+        let ideal = Self::slice(nr, self.td[t as usize].weight, self.rq_weight(cpu));
         let ran = now - self.td[t as usize].picked_at;
         if nr > 1 {
             if ran > ideal {

@@ -203,6 +203,7 @@ impl Engine {
             timers: Vec::new(),
             free_timers: Vec::new(),
             pipes,
+            cpusets: vec![None; workload.cpusets as usize],
             futexes,
             barriers,
             marks: vec![0; nmarks],
@@ -615,6 +616,10 @@ impl Engine {
             pinned: None,
             cpus: parent.and_then(|p| self.sim.tasks[p as usize].cpus.clone()),
             nice: parent.map_or(0, |p| self.sim.tasks[p as usize].nice),
+            sched_idle: parent.is_some_and(|p| self.sim.tasks[p as usize].sched_idle),
+            migration_disabled: 0,
+            cpuset: parent.and_then(|p| self.sim.tasks[p as usize].cpuset),
+            user_cpus: parent.and_then(|p| self.sim.tasks[p as usize].user_cpus.clone()),
             daemon: false,
             owed: 0.0,
             last_cpu: u32::MAX,
@@ -628,6 +633,11 @@ impl Engine {
     /// The policy's placement of `t`; the waker (the parent for a fork, the
     /// task itself for exec) pays for the CPUs the policy looked at.
     pub(crate) fn checked_select(&mut self, t: Tid, prev: u32, w: Wake) -> u32 {
+        // core.c, select_task_rq: the class is not asked for a task whose
+        // migration is disabled; it stays on its CPU.
+        if self.sim.tasks[t as usize].migration_disabled > 0 {
+            return self.sim.tasks[t as usize].cpu;
+        }
         self.sim.scanned.set(0);
         let c = self.policy.select_cpu(&mut self.sim, t, prev, w);
         let scanned = self.sim.scanned.get();

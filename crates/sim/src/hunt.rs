@@ -122,11 +122,16 @@ impl Draw {
 
 /// Run `index` of a hunt seeded `seed` over `machines` (each with its CPU
 /// count): a workload of 1 to 4 tasks per CPU (at most 48) that compute,
-/// sleep, change their nice value and their allowed CPUs, fork children
-/// and change theirs, each for at most a few simulated seconds.
+/// sleep, change their nice value, policy and allowed CPUs, disable
+/// migration around a computation, join a cpuset and change its CPUs, fork
+/// children and change theirs, each for at most a few simulated seconds.
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
+    // SCHED_IDLE and migration-disabled sections come from a stream of
+    // their own: every other draw is as before they existed, so a run of
+    // an earlier hunt keeps its tasks, with these steps added.
+    let mut x = Draw(ChaCha8Rng::seed_from_u64(cs ^ 0x1d1e_5ced_0000_0001));
     let (machine, n) = machines[d.range(0, machines.len() as u64 - 1) as usize].clone();
     let mut w = Workload::new(&format!("hunt-{seed}-{index}"));
     let tasks = match d.range(0, 4) {
@@ -137,11 +142,34 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         _ => d.range(1, 4 * n as u64),
     }
     .clamp(1, 48);
+    // A cpuset, often of a few CPUs, that some tasks join and whose CPUs
+    // some change while they run.
+    let cpuset = x.chance(0.2).then(|| x.mask(n));
+    let mut cpuset_made = false;
     for i in 0..tasks {
         let mut body = Vec::new();
+        let pinned_section = x.chance(0.15);
+        if pinned_section {
+            body.push(Step::MigrateDisable);
+        }
         body.push(Step::Compute(Amount::work_us(d.work_us(), 0.0)));
+        // A section may hold a sleep (preemptible and sleeping sections,
+        // as under PREEMPT_RT) or end before it.
+        let sleep_inside = pinned_section && x.chance(0.3);
+        if pinned_section && !sleep_inside {
+            body.push(Step::MigrateEnable);
+        }
         if d.chance(0.6) {
             body.push(Step::Sleep(Amount::fixed(d.range(10, 2_000) as f64 * 1e3)));
+        }
+        if sleep_inside {
+            body.push(Step::MigrateEnable);
+        }
+        if x.chance(0.05) {
+            body.push(Step::SchedIdle(x.chance(0.5)));
+        }
+        if cpuset.is_some() && x.chance(0.03) {
+            body.push(Step::CpusetCpus(0, x.mask(n).into_boxed_slice()));
         }
         if d.chance(0.2) {
             body.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
@@ -153,6 +181,15 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let mut steps = Vec::new();
         if d.chance(0.3) {
             steps.push(Step::Nice(d.range(0, 39) as i8 - 20));
+        }
+        if x.chance(0.1) {
+            steps.push(Step::SchedIdle(true));
+        }
+        if let Some(cpus) = cpuset.as_ref().filter(|_| x.chance(0.5)) {
+            if !std::mem::replace(&mut cpuset_made, true) {
+                steps.push(Step::CpusetCpus(0, cpus.clone().into_boxed_slice()));
+            }
+            steps.push(Step::JoinCpuset(0));
         }
         if d.chance(0.4) {
             steps.push(Step::Affinity(d.mask(n).into_boxed_slice(), false));
@@ -179,6 +216,8 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let cpu = d.chance(0.2).then(|| d.range(0, n as u64 - 1) as u32);
         w.initial.push((prog, format!("t{i}"), cpu));
     }
+    // A cpuset only a body's step names is made there.
+    w.cpusets = w.programs.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::JoinCpuset(_) | Step::CpusetCpus(..))) as u32;
     Case { index, machine, seed: cs, workload: w }
 }
 
@@ -374,6 +413,24 @@ mod tests {
                 assert_eq!((&a.name, &a.steps), (&b.name, &b.steps), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn runs_draw_sched_idle_and_closed_migration_disabled_sections() {
+        let m = vec![("default".to_string(), 16)];
+        let (mut idle, mut sections) = (0, 0);
+        for i in 0..200 {
+            let c = generate(5, i, &m);
+            let steps = || c.workload.programs.iter().flat_map(|p| p.steps.iter());
+            idle += steps().any(|s| matches!(s, Step::SchedIdle(_))) as u32;
+            let (on, off) = (
+                steps().filter(|s| matches!(s, Step::MigrateDisable)).count(),
+                steps().filter(|s| matches!(s, Step::MigrateEnable)).count(),
+            );
+            assert_eq!(on, off, "run {i}: every section ends");
+            sections += (on > 0) as u32;
+        }
+        assert!(idle > 10 && sections > 10, "{idle} runs with SCHED_IDLE, {sections} with sections");
     }
 
     #[test]

@@ -290,6 +290,44 @@ impl Engine {
                     self.sim.tasks[t as usize].nice = n;
                     self.policy.set_nice(&mut self.sim, t);
                 }
+                Step::SchedIdle(idle) => {
+                    self.sim.tasks[t as usize].sched_idle = idle;
+                    self.policy.set_nice(&mut self.sim, t);
+                }
+                Step::JoinCpuset(i) => {
+                    if self.join_cpuset(t, i) {
+                        return Ok(());
+                    }
+                }
+                Step::CpusetCpus(i, ref cpus) => {
+                    if self.set_cpuset_cpus(t, i, cpus) {
+                        return Ok(());
+                    }
+                }
+                Step::MigrateDisable => {
+                    let task = &mut self.sim.tasks[t as usize];
+                    task.migration_disabled += 1;
+                    if task.migration_disabled == 1 {
+                        self.policy.set_migration_disabled(&mut self.sim, t);
+                    }
+                }
+                Step::MigrateEnable => {
+                    // An unmatched migrate_enable does nothing (the kernel
+                    // warns).
+                    let task = &mut self.sim.tasks[t as usize];
+                    if task.migration_disabled > 0 {
+                        task.migration_disabled -= 1;
+                        if task.migration_disabled == 0 {
+                            self.policy.set_migration_disabled(&mut self.sim, t);
+                            // migrate_enable: a move an affinity change
+                            // asked for meanwhile happens now
+                            // (affine_move_task's pending stop).
+                            if self.move_off_disallowed(t) {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
                 Step::Affinity(ref cpus, children) => {
                     if children {
                         let kids: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
@@ -299,9 +337,9 @@ impl Engine {
                             })
                             .collect();
                         for k in kids {
-                            self.set_affinity(k, cpus);
+                            self.set_affinity(k, cpus, false);
                         }
-                    } else if self.set_affinity(t, cpus) {
+                    } else if self.set_affinity(t, cpus, true) {
                         return Ok(());
                     }
                 }
@@ -323,23 +361,95 @@ impl Engine {
     /// told (set_cpus_allowed, ops.set_cpumask); a task running on a CPU
     /// it may no longer use is preempted and moved to an allowed CPU
     /// (affine_move_task's stopper, as exec's migration), a queued one is
-    /// moved by the policy, a sleeping one is placed at its wake-up. True
-    /// if `t` was running and left its CPU.
-    fn set_affinity(&mut self, t: Tid, cpus: &[u32]) -> bool {
-        let n = self.sim.machine.nr_cpus;
-        let mut mask = vec![0u64; n.div_ceil(64) as usize];
-        let mut count = 0;
-        for &c in cpus.iter().filter(|&&c| c < n) {
-            if mask[c as usize / 64] >> (c % 64) & 1 == 0 {
-                mask[c as usize / 64] |= 1 << (c % 64);
-                count += 1;
-            }
-        }
-        if count == 0 {
+    /// moved by the policy, a sleeping one is placed at its wake-up. `own`:
+    /// the task changes its own set. True if `t` was running and left its
+    /// CPU.
+    fn set_affinity(&mut self, t: Tid, cpus: &[u32], own: bool) -> bool {
+        let Some(asked) = self.mask_of(cpus) else { return false };
+        // __sched_setaffinity: within the task's cpuset's CPUs
+        // (cpuset_cpus_allowed); nothing left is EINVAL.
+        let cs = self.sim.tasks[t as usize].cpuset.and_then(|i| self.sim.cpusets[i as usize].clone());
+        let Some(new) = and(Some(&asked), cs.as_deref()) else { return false };
+        let task = &self.sim.tasks[t as usize];
+        if own && task.migration_disabled > 0 && !bit(&new, task.cpu) {
+            // __set_cpus_allowed_ptr_locked: a migration-disabled task may
+            // not take its own CPU out of its set (EBUSY). Another task's
+            // change waits for its migrate_enable (affine_move_task).
             return false;
         }
-        self.sim.tasks[t as usize].cpus = (count < n).then(|| mask.into_boxed_slice());
+        self.sim.tasks[t as usize].user_cpus = self.unless_all(asked);
+        let new = self.unless_all(new);
+        self.apply_cpus(t, new)
+    }
+
+    /// The machine's CPUs of a list as mask words; None if it names none.
+    fn mask_of(&self, cpus: &[u32]) -> Option<Box<[u64]>> {
+        let n = self.sim.machine.nr_cpus;
+        let mut mask = vec![0u64; n.div_ceil(64) as usize];
+        for &c in cpus.iter().filter(|&&c| c < n) {
+            mask[c as usize / 64] |= 1 << (c % 64);
+        }
+        mask.iter().any(|&w| w != 0).then(|| mask.into_boxed_slice())
+    }
+
+    /// None for a mask of every CPU, as `Task::cpus` keeps it.
+    fn unless_all(&self, mask: Box<[u64]>) -> Option<Box<[u64]>> {
+        let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+        (count < self.sim.machine.nr_cpus).then_some(mask)
+    }
+
+    /// Set `t`'s allowed CPUs: the policy is told, and a running task its
+    /// CPU left is moved. True if it left its CPU.
+    fn apply_cpus(&mut self, t: Tid, new: Option<Box<[u64]>>) -> bool {
+        self.sim.tasks[t as usize].cpus = new;
         self.policy.set_cpumask(&mut self.sim, t);
+        self.move_off_disallowed(t)
+    }
+
+    /// The CPUs a task of cpuset `cs` that asked for `user` may use
+    /// (cpuset.c, update_tasks_cpumask and cpuset_attach, through
+    /// __set_cpus_allowed_ptr's user_cpus_ptr test): their intersection,
+    /// or the cpuset's CPUs when that is empty.
+    fn cpuset_effective(&self, t: Tid) -> Option<Box<[u64]>> {
+        let task = &self.sim.tasks[t as usize];
+        let cs = task.cpuset.and_then(|i| self.sim.cpusets[i as usize].clone());
+        match and(task.user_cpus.as_deref(), cs.as_deref()) {
+            Some(m) => Some(m),
+            None => cs,
+        }
+    }
+
+    /// cpuset_attach: `t` joins cpuset `i`. True if it left its CPU.
+    fn join_cpuset(&mut self, t: Tid, i: u32) -> bool {
+        self.sim.tasks[t as usize].cpuset = Some(i);
+        let new = self.cpuset_effective(t).and_then(|m| self.unless_all(m));
+        self.apply_cpus(t, new)
+    }
+
+    /// A write of cpuset `i`'s CPUs (none of the machine's: every CPU, the
+    /// root's): every live member's allowed CPUs follow
+    /// (update_tasks_cpumask). True if `me` left its CPU.
+    fn set_cpuset_cpus(&mut self, me: Tid, i: u32, cpus: &[u32]) -> bool {
+        let mask = self.mask_of(cpus).and_then(|m| self.unless_all(m));
+        self.sim.cpusets[i as usize] = mask;
+        let members: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
+            .filter(|&k| {
+                let task = &self.sim.tasks[k as usize];
+                task.cpuset == Some(i) && task.state != TState::Dead
+            })
+            .collect();
+        let mut left = false;
+        for k in members {
+            let new = self.cpuset_effective(k).and_then(|m| self.unless_all(m));
+            left |= self.apply_cpus(k, new) && k == me;
+        }
+        left
+    }
+
+    /// A running task whose CPU it may no longer use is preempted and moved
+    /// to the fallback CPU (affine_move_task's stopper, as exec's
+    /// migration). True if it left its CPU.
+    fn move_off_disallowed(&mut self, t: Tid) -> bool {
         let r = self.sim.tasks[t as usize].cpu;
         if self.sim.tasks[t as usize].state != TState::Running || self.sim.may_run(t, r) {
             return false;
@@ -400,5 +510,23 @@ impl Engine {
             )));
         }
         Ok(())
+    }
+}
+
+/// Whether CPU `c` is in `mask`.
+fn bit(mask: &[u64], c: u32) -> bool {
+    mask.get(c as usize / 64).is_some_and(|w| w >> (c % 64) & 1 == 1)
+}
+
+/// The intersection of two masks (None: every CPU); None also when it is
+/// empty and both are given, Some(every CPU) never.
+fn and(a: Option<&[u64]>, b: Option<&[u64]>) -> Option<Box<[u64]>> {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let m: Box<[u64]> = a.iter().zip(b).map(|(x, y)| x & y).collect();
+            m.iter().any(|&w| w != 0).then_some(m)
+        }
+        (Some(m), None) | (None, Some(m)) => Some(m.into()),
+        (None, None) => None,
     }
 }

@@ -17,6 +17,7 @@ pub mod machine;
 pub mod nest;
 pub mod policies;
 pub mod policy;
+pub mod prio;
 pub mod program;
 pub mod queue;
 pub mod replay;

@@ -74,8 +74,13 @@ pub trait Policy {
     fn init(&mut self, _sim: &mut Sim) {}
     fn init_task(&mut self, _sim: &mut Sim, _t: Tid, _parent: Option<Tid>) {}
     fn exit_task(&mut self, _sim: &mut Sim, _t: Tid) {}
-    /// The task's nice value changed (Step::Nice).
+    /// The task's weight changed: its nice value (Step::Nice) or its policy
+    /// (Step::SchedIdle) (`set_load_weight`, `reweight_task`).
     fn set_nice(&mut self, _sim: &mut Sim, _t: Tid) {}
+    /// The task's migration was disabled or enabled again (its outermost
+    /// Step::MigrateDisable or Step::MigrateEnable): `sim.may_run` already
+    /// holds it to its CPU.
+    fn set_migration_disabled(&mut self, _sim: &mut Sim, _t: Tid) {}
     /// The task's allowed CPUs changed (Step::Affinity): a running task on a
     /// CPU it may no longer use is moved by the engine; a queued one is the
     /// policy's to move (kernel/sched/core.c, __set_cpus_allowed_ptr).

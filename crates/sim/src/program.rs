@@ -102,10 +102,27 @@ pub enum Step {
     /// Record a measured interval: now minus mark N, under the workload's metric.
     Measure(u32),
     /// Set the task's nice value (-20 to 19), as setpriority(2) does; its
-    /// children inherit it. Only the sched_ext program (`scx:NAME`) sees it,
-    /// through the task's weight; the fair-class model and the papers'
-    /// policies weigh every task alike.
+    /// children inherit it. The fair-class models (`cfs`, `eevdf`) weigh
+    /// the task by it and the sched_ext program (`scx:NAME`) sees it as the
+    /// task's weight; the papers' policies weigh every task alike.
     Nice(i8),
+    /// sched_setscheduler(2) to SCHED_IDLE (true) or back to SCHED_NORMAL
+    /// (false); children forked later inherit it. The fair class gives an
+    /// idle-policy task the least weight and its own wake-up preemption
+    /// rules; a sched_ext program sees its weight and `p->policy`.
+    SchedIdle(bool),
+    /// migrate_disable(): the task stays on its CPU until the matching
+    /// MigrateEnable (they nest); it may still be preempted and sleep.
+    MigrateDisable,
+    /// migrate_enable(): at the outermost one the task may move again,
+    /// and leaves its CPU at once if its allowed CPUs no longer hold it.
+    MigrateEnable,
+    /// Move the task into cpuset N (a write to its cgroup.procs,
+    /// cpuset_attach); children forked later are born in it.
+    JoinCpuset(u32),
+    /// Write cpuset N's CPUs (cpuset.cpus; none of the machine's: the
+    /// parent's, every CPU); each member's allowed CPUs follow.
+    CpusetCpus(u32, Box<[u32]>),
     /// sched_setaffinity(2): allow these CPUs (those the machine lacks are
     /// ignored; none left is EINVAL and changes nothing), for the task
     /// itself, or (`true`) for each of its live children, running, queued
@@ -132,6 +149,9 @@ pub struct Workload {
     pub futexes: u32,
     /// Participants of each barrier.
     pub barriers: Vec<u32>,
+    /// Cpusets (cgroup v2 children of the root), each with every CPU
+    /// until a step writes its CPUs.
+    pub cpusets: u32,
     /// The workload's own metric, if it has one other than completion time:
     /// (name, unit, kind).
     pub metric: Option<MetricSpec>,
@@ -170,6 +190,7 @@ impl Workload {
             pipes: Vec::new(),
             futexes: 0,
             barriers: Vec::new(),
+            cpusets: 0,
             metric: None,
             params: Vec::new(),
             end_ns: None,
@@ -220,6 +241,7 @@ impl Workload {
                     Step::PipeRead(i) | Step::PipeSpinRead(i) | Step::PipeWrite(i) => i as usize >= self.pipes.len(),
                     Step::FutexWait(i) | Step::FutexWake(i, _) => i >= self.futexes,
                     Step::Barrier(i) | Step::BarrierSpin(i, _) => i as usize >= self.barriers.len(),
+                    Step::JoinCpuset(i) | Step::CpusetCpus(i, _) => i >= self.cpusets,
                     _ => false,
                 };
                 if bad {

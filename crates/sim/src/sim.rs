@@ -185,6 +185,17 @@ pub struct Task {
     pub cpus: Option<Box<[u64]>>,
     /// Its nice value (Step::Nice), inherited at fork.
     pub nice: i8,
+    /// SCHED_IDLE (Step::SchedIdle) rather than SCHED_NORMAL, inherited at
+    /// fork (sched_fork keeps the parent's policy).
+    pub sched_idle: bool,
+    /// migrate_disable() depth (Step::MigrateDisable): while above 0 the
+    /// task runs only on `cpu` (is_migration_disabled). A child starts at 0.
+    pub migration_disabled: u32,
+    /// Its cpuset (Step::JoinCpuset), inherited at fork; None: the root.
+    pub cpuset: Option<u32>,
+    /// The CPUs sched_setaffinity asked for (user_cpus_ptr), None for
+    /// every CPU: `cpus` is this within the cpuset's CPUs.
+    pub user_cpus: Option<Box<[u64]>>,
     /// A policy's daemon: always runnable, never counted among the tasks
     /// whose end ends the run.
     pub daemon: bool,
@@ -208,6 +219,11 @@ impl Task {
 
     /// Whether it may run on CPU `c`.
     pub fn may_run(&self, c: u32) -> bool {
+        // is_cpu_allowed: migrate_disable_switch narrows cpus_ptr to the
+        // task's CPU; the affinity it had waits for migrate_enable.
+        if self.migration_disabled > 0 {
+            return c == self.cpu;
+        }
         self.pinned.is_none_or(|p| p == c)
             && self.cpus.as_ref().is_none_or(|m| m.get(c as usize / 64).is_some_and(|w| w >> (c % 64) & 1 == 1))
     }
@@ -303,6 +319,8 @@ pub struct Sim {
     pub(crate) steps: std::rc::Rc<Vec<Step>>,
     pub(crate) prog_span: Vec<(u32, u32)>,
     pub(crate) pipes: Vec<Pipe>,
+    /// Each cpuset's CPUs (mask words), None for every CPU.
+    pub(crate) cpusets: Vec<Option<Box<[u64]>>>,
     pub(crate) futexes: Vec<VecDeque<Tid>>,
     pub(crate) barriers: Vec<Barrier>,
     pub(crate) marks: Vec<u64>,

@@ -19,6 +19,14 @@
 //! for the message), futex_wait = futex, futex_wake = futex (+ count),
 //! barrier = barrier (+ spin_us: spin that long before blocking), repeat =
 //! program (+ times), repeat_for = program (+ ms), nice = -20..19,
+//! policy = "idle" or "normal" (sched_setscheduler to SCHED_IDLE or back;
+//! inherited by children forked later), migrate_disable = true and
+//! migrate_enable = true (a section where the task stays on its CPU),
+//! cpuset = name (the task joins that cpuset, made at its first mention
+//! with every CPU; children forked later are born in it), cpuset_cpus =
+//! "0-3" + of = name (the cpuset's CPUs: its members' allowed CPUs are
+//! those they asked for within them, or all of them if none is; "" is
+//! every CPU),
 //! affinity = "0-3,8" (sched_setaffinity: a CPU list as taskset -c takes
 //! it, or an array of CPUs; + of = "children" for the task's live children
 //! in place of itself).
@@ -83,11 +91,36 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, affinity";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity, migrate_disable, migrate_enable, cpuset, cpuset_cpus";
 
 /// The highest CPU number a mask may name, plus one (the programs handle
 /// 1024 CPUs; no modelled machine has more).
 const MAX_CPU: i64 = 1024;
+
+/// The CPUs of a step's field: a CPU list or an array of CPUs; `empty_ok`:
+/// "" or [] is no CPU (a cpuset's "the parent's").
+fn cpus_of(v: Option<&toml::Value>, empty_ok: bool) -> Result<Vec<u32>, ()> {
+    match v {
+        Some(toml::Value::String(list)) if empty_ok && list.trim().is_empty() => Ok(Vec::new()),
+        Some(toml::Value::String(list)) => parse_cpulist(list),
+        Some(toml::Value::Array(a)) if a.is_empty() && !empty_ok => Err(()),
+        Some(toml::Value::Array(a)) => {
+            a.iter().map(|v| v.as_integer().filter(|c| (0..MAX_CPU).contains(c)).map(|c| c as u32).ok_or(())).collect()
+        }
+        _ => Err(()),
+    }
+}
+
+/// The number of cpuset `name`, numbered in order of first mention.
+fn cpuset_id(ids: &mut Vec<String>, name: &str) -> u32 {
+    match ids.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            ids.push(name.to_string());
+            (ids.len() - 1) as u32
+        }
+    }
+}
 
 /// A CPU list as the kernel prints and taskset -c takes it: "0-3,8,10-11".
 fn parse_cpulist(list: &str) -> Result<Vec<u32>, ()> {
@@ -134,6 +167,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
     }
     let progs: HashMap<&str, ProgId> =
         f.program.iter().enumerate().map(|(i, p)| (p.name.as_str(), i as ProgId)).collect();
+    let mut cpusets: Vec<String> = Vec::new();
     for p in &f.program {
         let mut steps = Vec::new();
         for (i, t) in p.steps.iter().enumerate() {
@@ -193,15 +227,22 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                         .filter(|n| (-20..=19).contains(n))
                         .ok_or_else(|| err(format!("{at}: field `nice` must be an integer from -20 to 19")))? as i8,
                 ),
+                "migrate_disable" => Step::MigrateDisable,
+                "migrate_enable" => Step::MigrateEnable,
+                "policy" => match t.get("policy").and_then(|v| v.as_str()) {
+                    Some("idle") => Step::SchedIdle(true),
+                    Some("normal") => Step::SchedIdle(false),
+                    _ => return Err(err(format!("{at}: field `policy` must be \"idle\" (SCHED_IDLE) or \"normal\" (SCHED_NORMAL)"))),
+                },
+                "cpuset" => Step::JoinCpuset(cpuset_id(&mut cpusets, name("cpuset")?)),
+                "cpuset_cpus" => {
+                    let cpus = cpus_of(t.get("cpuset_cpus"), true).map_err(|_| {
+                        err(format!("{at}: field `cpuset_cpus` must be a CPU list such as \"0-3,8\", \"\" or an array of CPUs below {MAX_CPU}"))
+                    })?;
+                    Step::CpusetCpus(cpuset_id(&mut cpusets, name("of")?), cpus.into_boxed_slice())
+                }
                 "affinity" => {
-                    let cpus = match t.get("affinity") {
-                        Some(toml::Value::String(list)) => parse_cpulist(list),
-                        Some(toml::Value::Array(a)) => a
-                            .iter()
-                            .map(|v| v.as_integer().filter(|c| (0..MAX_CPU).contains(c)).map(|c| c as u32).ok_or(()))
-                            .collect(),
-                        _ => Err(()),
-                    }
+                    let cpus = cpus_of(t.get("affinity"), false)
                     .map_err(|_| err(format!("{at}: field `affinity` must be a CPU list such as \"0-3,8\" or an array of CPUs below {MAX_CPU}")))?;
                     let children = match t.get("of").map(|v| v.as_str()) {
                         None | Some(Some("self")) => false,
@@ -226,6 +267,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
             w.initial.push((p, t.comm.clone().unwrap_or_else(|| t.program.clone()), t.cpu));
         }
     }
+    w.cpusets = cpusets.len() as u32;
     w.validate().map_err(err)?;
     Ok(w)
 }
@@ -284,6 +326,14 @@ pub fn to_toml(w: &Workload) -> Result<String, String> {
                 Step::Repeat(c, n) => format!("{{ repeat = {}, times = {n} }}", q(&names[*c as usize])),
                 Step::RepeatFor(c, ns) => format!("{{ repeat_for = {}, ms = {} }}", q(&names[*c as usize]), num(*ns as f64 / 1e6)),
                 Step::Nice(n) => format!("{{ nice = {n} }}"),
+                Step::JoinCpuset(i) => format!("{{ cpuset = \"cpuset{i}\" }}"),
+                Step::CpusetCpus(i, cpus) => format!(
+                    "{{ cpuset_cpus = [{}], of = \"cpuset{i}\" }}",
+                    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+                ),
+                Step::MigrateDisable => "{ migrate_disable = true }".into(),
+                Step::MigrateEnable => "{ migrate_enable = true }".into(),
+                Step::SchedIdle(idle) => format!("{{ policy = \"{}\" }}", if *idle { "idle" } else { "normal" }),
                 Step::Affinity(cpus, children) => format!(
                     "{{ affinity = [{}]{} }}",
                     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
@@ -350,6 +400,31 @@ mod tests {
         for bad in ["20", "-21", "1.5", "\"low\""] {
             let e = parse(&PIPELINE.replace("{ exec = \"producer\" }", &format!("{{ nice = {bad} }}")), "x").unwrap_err().to_string();
             assert!(e.contains("program producer, step 1") && e.contains("from -20 to 19"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn policy_is_idle_or_normal() {
+        let with = |step: &str| parse(&PIPELINE.replace("{ exec = \"producer\" }", step), "x");
+        assert_eq!(with("{ policy = \"idle\" }").unwrap().programs[0].steps[0], Step::SchedIdle(true));
+        assert_eq!(with("{ policy = \"normal\" }").unwrap().programs[0].steps[0], Step::SchedIdle(false));
+        for bad in ["{ policy = \"batch\" }", "{ policy = 5 }"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1") && e.contains("SCHED_IDLE"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn cpusets_are_named_by_steps_and_read_back() {
+        let with = |step: &str| parse(&PIPELINE.replace("{ exec = \"producer\" }", step), "x");
+        let w = with("{ cpuset = \"db\" }, { cpuset_cpus = \"2-3\", of = \"web\" }, { cpuset_cpus = \"\", of = \"db\" }").unwrap();
+        assert_eq!(w.cpusets, 2);
+        assert_eq!(&w.programs[0].steps[..3], &[Step::JoinCpuset(0), Step::CpusetCpus(1, [2u32, 3].into()), Step::CpusetCpus(0, [].into())]);
+        let back = parse(&to_toml(&w).unwrap(), "x").unwrap();
+        assert_eq!((back.cpusets, &back.programs[0].steps), (2, &w.programs[0].steps));
+        for bad in ["{ cpuset = 3 }", "{ cpuset_cpus = \"1\" }", "{ cpuset_cpus = \"x\", of = \"db\" }"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1"), "{bad}: {e}");
         }
     }
 

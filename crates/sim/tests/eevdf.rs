@@ -75,20 +75,27 @@ fn a_task_runs_one_base_slice_rounded_up_to_the_tick_where_cfs_ran_its_share_of_
 fn lag_is_clamped_at_dequeue_and_inflated_at_placement() {
     let v = 1 << 40;
     // V - vruntime, within max(2 slices, a tick).
-    assert_eq!(lag_at_dequeue(v, v - MS, 3 * MS), MS as i64);
-    assert_eq!(lag_at_dequeue(v, v - 10 * MS, 3 * MS), 6 * MS as i64);
-    assert_eq!(lag_at_dequeue(v, v + 10 * MS, 3 * MS), -6 * (MS as i64));
-    assert_eq!(lag_at_dequeue(v, v - 10 * MS, MS), 4 * MS as i64);
+    const W0: u64 = 1024;
+    assert_eq!(lag_at_dequeue(v, v - MS, 3 * MS, W0), MS as i64);
+    assert_eq!(lag_at_dequeue(v, v - 10 * MS, 3 * MS, W0), 6 * MS as i64);
+    assert_eq!(lag_at_dequeue(v, v + 10 * MS, 3 * MS, W0), -6 * (MS as i64));
+    assert_eq!(lag_at_dequeue(v, v - 10 * MS, MS, W0), 4 * MS as i64);
+    // The limit is in the task's virtual time: twice as far for half the
+    // weight (nice 0's 1024 against 512).
+    assert_eq!(lag_at_dequeue(v, v - 20 * MS, 3 * MS, 512), 12 * MS as i64);
     // Joining one task, the lag doubles so that V moves half of it.
-    assert_eq!(place_vruntime(v, MS as i64, 1), v - 2 * MS);
-    assert_eq!(place_vruntime(v, -(MS as i64), 3), v + 4 * MS / 3);
+    assert_eq!(place_vruntime(v, MS as i64, W0, W0), v - 2 * MS);
+    assert_eq!(place_vruntime(v, -(MS as i64), 3 * W0, W0), v + 4 * MS / 3);
     // On an empty queue the task starts at V.
-    assert_eq!(place_vruntime(v, MS as i64, 0), v);
-    // After joining, V' = (W x V + w x v) / (W + w) and V' - v is the lag.
-    let (w, lag) = (3u64, 900_000i64);
-    let x = place_vruntime(v, lag, w);
-    let v2 = (w * v + x) / (w + 1);
-    assert_eq!(v2 as i64 - x as i64, lag);
+    assert_eq!(place_vruntime(v, MS as i64, 0, W0), v);
+    // After joining, V' = (W x V + w x v) / (W + w) and V' - v is the lag,
+    // for equal weights and for a light task joining a heavy queue.
+    for (load, w) in [(3 * W0, W0), (88761 + 1024, 15)] {
+        let lag = 900_000i64;
+        let x = place_vruntime(v, lag, load, w);
+        let v2 = ((load as u128 * v as u128 + w as u128 * x as u128) / (load + w) as u128) as u64;
+        assert!((v2 as i64 - x as i64 - lag).abs() <= 1, "{load} {w}: {}", v2 as i64 - x as i64);
+    }
 }
 
 /// On the two CPUs of the Core 2 Duo: a CPU hog on CPU 0, and a task

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["lib"],
     // What is simulated, as data: the machine, the workloads' programs, the
     // event queue.
-    &["machine", "program", "queue"],
+    &["machine", "prio", "program", "queue"],
     // Models and sources over that data: DVFS governors, the kernel's own
     // time, the workloads built in, from files, rt-app and replayed traces.
     &["dvfs", "kernel_time", "workloads", "wfile", "replay", "rtapp"],

@@ -15,6 +15,8 @@ mod background;
 mod barrier;
 #[path = "cfs_balance.rs"]
 mod cfs_balance;
+#[path = "cpuset.rs"]
+mod cpuset;
 #[path = "drivers.rs"]
 mod drivers;
 #[path = "eevdf.rs"]
@@ -27,6 +29,8 @@ mod kernel_time;
 mod layers;
 #[path = "machines_today.rs"]
 mod machines_today;
+#[path = "migrate.rs"]
+mod migrate;
 #[path = "model.rs"]
 mod model;
 #[path = "nest.rs"]
@@ -45,6 +49,8 @@ mod spec_props;
 mod trace_order;
 #[path = "warm.rs"]
 mod warm;
+#[path = "weights.rs"]
+mod weights;
 #[path = "workload_shapes.rs"]
 mod workload_shapes;
 

@@ -8,12 +8,16 @@
 //! the `cfs` model's code, which branches here on `Kernel::Eevdf`.
 //! docs/model.md, "The fair class of today", cites each rule.
 //!
-//! Simplifications (stated): all tasks nice 0, so every weight is the same
-//! and the weighted averages are plain means; DELAY_DEQUEUE is not
+//! Weights follow the nice value and policy (prio.rs): V is the
+//! weighted mean vruntime, a slice is calc_delta_fair of the base slice,
+//! lags scale with the weight (reweight_entity).
+//!
+//! Simplifications (stated): DELAY_DEQUEUE is not
 //! modelled (a task that sleeps leaves the queue at once, keeping its lag
 //! as 6.6 to 6.11 did); no custom slices (sched_attr's runtime).
 
 use crate::machine::Machine;
+use crate::prio::delta_fair;
 use crate::sim::{Sim, Tid, TICK_NS};
 use crate::SimError;
 
@@ -52,19 +56,20 @@ pub fn sis_util_budget(llc_weight: u32, sum_util: u64) -> u32 {
     ((CAP - tmp) * w / CAP) as u32
 }
 
-/// update_entity_lag: the lag a task leaves a queue with, V - vruntime,
-/// clamped to max(2 slices, one tick) either way.
-pub fn lag_at_dequeue(v: u64, vruntime: u64, slice: u64) -> i64 {
-    let lim = (2 * slice).max(TICK_NS) as i64;
+/// update_entity_lag: the lag a task of weight `w` leaves a queue with,
+/// V - vruntime, clamped either way to max(2 slices, one tick) in the
+/// task's virtual time (calc_delta_fair of the limit).
+pub fn lag_at_dequeue(v: u64, vruntime: u64, slice: u64, w: u64) -> i64 {
+    let lim = delta_fair((2 * slice).max(TICK_NS), w) as i64;
     (v as i64 - vruntime as i64).clamp(-lim, lim)
 }
 
-/// place_entity with PLACE_LAG: the vruntime of a task joining a queue
-/// of `others` tasks (the running one included) whose mean vruntime is
-/// `v`, so that its lag after joining is `vlag`: the lag is inflated by
-/// (W + w) / W, which with equal weights is (others + 1) / others.
-pub fn place_vruntime(v: u64, vlag: i64, others: u64) -> u64 {
-    let lag = if others > 0 { vlag * (others as i64 + 1) / others as i64 } else { 0 };
+/// place_entity with PLACE_LAG: the vruntime of a task of weight `w`
+/// joining a queue whose tasks (the running one included) weigh `load` in
+/// all and whose weighted mean vruntime is `v`, so that its lag after
+/// joining is `vlag`: the lag is inflated by (W + w) / W.
+pub fn place_vruntime(v: u64, vlag: i64, load: u64, w: u64) -> u64 {
+    let lag = if load > 0 { (vlag as i128 * (load + w) as i128 / load as i128) as i64 } else { 0 };
     (v as i64 - lag) as u64
 }
 
@@ -162,19 +167,21 @@ impl Cfs {
     }
 
     /// avg_vruntime's numerator and denominator on `c`: the queued tasks'
-    /// vruntimes and the running task's, as of now.
+    /// and the running task's vruntimes weighted, as of now, and their
+    /// summed weight.
     fn v_sum(&self, now: u64, c: u32) -> (u128, u128) {
         let rq = &self.rq[c as usize];
         let mut sum = rq.sum_vr;
-        let mut n = rq.queue.len() as u128;
-        if let Some(v) = self.curr_vr(now, c) {
-            sum += v as u128;
-            n += 1;
+        let mut n = rq.q_weight as u128;
+        if let (Some(v), Some(t)) = (self.curr_vr(now, c), rq.curr) {
+            let w = self.td[t as usize].weight as u128;
+            sum += v as u128 * w;
+            n += w;
         }
         (sum, n)
     }
 
-    /// V, the mean vruntime of the queue with the running task
+    /// V, the weighted mean vruntime of the queue with the running task
     /// (avg_vruntime); an empty queue keeps its last V.
     fn avg_vruntime(&mut self, now: u64, c: u32) -> u64 {
         let (sum, n) = self.v_sum(now, c);
@@ -187,7 +194,7 @@ impl Cfs {
     }
 
     /// entity_eligible: a task is owed service when its vruntime is at or
-    /// below V (compared without the division, as the kernel does).
+    /// below V (compared without the division, as vruntime_eligible does).
     fn eligible(&self, now: u64, c: u32, vr: u64) -> bool {
         let (sum, n) = self.v_sum(now, c);
         n == 0 || vr as u128 * n <= sum
@@ -199,7 +206,7 @@ impl Cfs {
         let v = self.avg_vruntime(now, c);
         let slice = self.ev().slice;
         let d = &mut self.td[t as usize];
-        d.vlag = lag_at_dequeue(v, d.vr, slice);
+        d.vlag = lag_at_dequeue(v, d.vr, slice, d.weight);
     }
 
     /// place_entity: vruntime = V - lag, the lag inflated by (W + w) / W so
@@ -207,15 +214,16 @@ impl Cfs {
     /// slice later, half a slice for a new task (PLACE_DEADLINE_INITIAL).
     fn place(&mut self, now: u64, c: u32, t: Tid, initial: bool) {
         let v = self.avg_vruntime(now, c);
-        let (_, n) = self.v_sum(now, c);
+        let (_, load) = self.v_sum(now, c);
         let slice = self.ev().slice;
         let place_lag = self.ev().feat.place_lag;
         let d = &mut self.td[t as usize];
         if initial {
             d.vlag = 0;
         }
-        d.vr = place_vruntime(v, if place_lag { d.vlag } else { 0 }, n as u64);
-        d.deadline = d.vr + if initial { slice / 2 } else { slice };
+        d.vr = place_vruntime(v, if place_lag { d.vlag } else { 0 }, load as u64, d.weight);
+        let vslice = delta_fair(slice, d.weight);
+        d.deadline = d.vr + if initial { vslice / 2 } else { vslice };
         d.vr_cpu = c;
     }
 
@@ -230,7 +238,7 @@ impl Cfs {
         if vr < d.deadline {
             return false;
         }
-        d.deadline = vr + slice;
+        d.deadline = vr + delta_fair(slice, d.weight);
         if self.rq[c as usize].queue.is_empty() {
             return false;
         }
@@ -271,7 +279,8 @@ impl Cfs {
             Enq::Preempted => {}
         }
         if flags != Enq::Preempted {
-            self.td[t as usize].load.set(now, 1.0);
+            let l = self.td[t as usize].weight as f64 / crate::prio::NICE_0_LOAD as f64;
+            self.td[t as usize].load.set(now, l);
         }
         self.td[t as usize].queued_on = Some(cpu);
         self.q_insert(cpu, t);
@@ -292,6 +301,17 @@ impl Cfs {
     fn wakeup_preempt(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
         let now = sim.now();
         let Some(curr) = self.rq[cpu as usize].curr else { return };
+        // check_preempt_wakeup_fair: an idle-policy task is preempted by a
+        // waking normal one at once; an idle-policy task waking never
+        // preempts (its preemption is the tick's).
+        let (curr_idle, t_idle) = (sim.task(curr).sched_idle, sim.task(t).sched_idle);
+        if curr_idle && !t_idle {
+            self.n.wakeup_preemptions += 1;
+            return self.resched_wakeup(sim, t, cpu);
+        }
+        if t_idle {
+            return;
+        }
         if self.update_deadline(sim, cpu, curr) {
             return;
         }
@@ -306,11 +326,66 @@ impl Cfs {
             return;
         }
         self.n.wakeup_preemptions += 1;
+        self.resched_wakeup(sim, t, cpu);
+    }
+
+    /// The reschedule of a wake-up preemption (resched_curr_lazy).
+    fn resched_wakeup(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {
         let remote = self.td[t as usize].wake_cpu != cpu;
         if self.ev().feat.lazy && remote {
             self.ev_mut().lazy_pending[cpu as usize] = true;
         } else {
             sim.resched(cpu);
+        }
+    }
+
+    /// reweight_entity for `eevdf`, `t`'s weight becoming `w`: its lag and
+    /// its deadline relative to its vruntime scale by old / new weight
+    /// (se->vlag and rel_deadline), and a queued or running task is placed
+    /// again with them, so that the change neither gains nor loses it
+    /// service.
+    pub(super) fn reweight_eevdf(&mut self, now: u64, t: Tid, w: u64) {
+        let d = &self.td[t as usize];
+        let (old, queued) = (d.weight, d.queued_on);
+        let running = (0..self.rq.len() as u32).find(|&c| self.rq[c as usize].curr == Some(t));
+        let on = queued.or(running);
+        if let Some(c) = on {
+            if running.is_some() {
+                // update_curr: the run so far counts at the old weight.
+                let vr = self.curr_vr(now, c).unwrap_or(0);
+                let d = &mut self.td[t as usize];
+                d.vr = vr;
+                d.exec_start = now;
+            }
+            self.save_lag(now, c, t);
+            if queued.is_some() {
+                self.q_remove(c, t);
+            }
+        }
+        let d = &mut self.td[t as usize];
+        let rel = d.deadline.saturating_sub(d.vr);
+        d.vlag = (d.vlag as i128 * old as i128 / w as i128) as i64;
+        let rel = (rel as u128 * old as u128 / w as u128) as u64;
+        if let Some(c) = on {
+            if running.is_some() {
+                // The running task is not in the queue's sums: take it out
+                // of V while it is placed.
+                self.rq[c as usize].curr = None;
+            }
+            self.td[t as usize].weight = w;
+            let v = self.avg_vruntime(now, c);
+            let (_, load) = self.v_sum(now, c);
+            let place_lag = self.ev().feat.place_lag;
+            let d = &mut self.td[t as usize];
+            d.vr = place_vruntime(v, if place_lag { d.vlag } else { 0 }, load as u64, w);
+            d.deadline = d.vr + rel;
+            if running.is_some() {
+                self.rq[c as usize].curr = Some(t);
+            } else {
+                self.q_insert(c, t);
+            }
+        } else {
+            self.td[t as usize].weight = w;
         }
     }
 

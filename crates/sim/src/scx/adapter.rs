@@ -378,6 +378,19 @@ impl ScxPolicy {
         self.k.ts(t).p
     }
 
+    /// The task's nice value, policy and sched_ext weight into its
+    /// task_struct: `p->scx.weight` is the load weight on the cgroup scale,
+    /// WEIGHT_IDLEPRIO's 1 for SCHED_IDLE (kernel/sched/ext.c,
+    /// scx_enable_task and reweight_task_scx, since 6.11).
+    fn set_prio(&mut self, sim: &Sim, t: Tid) {
+        use crate::prio::{cgroup_weight, load_weight, SCHED_IDLE, SCHED_NORMAL};
+        let task = sim.task(t);
+        let policy = if task.sched_idle { SCHED_IDLE } else { SCHED_NORMAL };
+        let w = cgroup_weight(load_weight(task.nice, task.sched_idle));
+        // SAFETY: p is live.
+        unsafe { (self.prog.f.task_set_prio)(self.p(t), task.nice as c_int, policy, w) };
+    }
+
     /// The task's allowed CPUs as the simulator has them, into the kernel
     /// side and the program's task_struct (cpus_mask, nr_cpus_allowed).
     fn copy_cpus(&mut self, sim: &Sim, t: Tid) {
@@ -633,18 +646,18 @@ impl Policy for ScxPolicy {
     fn init_task(&mut self, sim: &mut Sim, t: Tid, parent: Option<Tid>) {
         let task = sim.task(t);
         let pid = task.pid as i32;
-        let (pinned, nice, narrowed) = (task.pinned, task.nice, task.cpus.is_some());
+        let (pinned, narrowed) = (task.pinned, task.cpus.is_some());
+        let prio_set = task.nice != 0 || task.sched_idle;
         // SAFETY: a new task of this program's copy.
         let p = unsafe { (self.prog.f.task_new)(t, pid, pinned.map_or(-1, |c| c as c_int)) };
         if self.k.tasks.len() <= t as usize {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, direct: None, selected: false, runnable_at: None, custody: false });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, held_on: None, direct: None, selected: false, runnable_at: None, custody: false });
         self.k.pid_tid.insert(pid, t);
-        if nice != 0 {
-            // SAFETY: p is live.
-            unsafe { (self.prog.f.task_set_nice)(p, nice as c_int) };
+        if prio_set {
+            self.set_prio(sim, t);
         }
         if narrowed {
             // A child inherits its parent's allowed CPUs (dup_task_struct),
@@ -681,12 +694,21 @@ impl Policy for ScxPolicy {
     // queued task is dequeued and enqueued again around it (set_user_nice).
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
         let queued = self.dequeue_save(sim, t);
-        // SAFETY: p is live.
-        unsafe { (self.prog.f.task_set_nice)(self.p(t), sim.task(t).nice as c_int) };
+        self.set_prio(sim, t);
         if queued {
             let cpu = sim.task(t).cpu;
             self.enqueue_op(sim, t, cpu, 0);
         }
+    }
+
+    /// migrate_disable and migrate_enable: p->migration_disabled, and the
+    /// kernel's side holds the task to its CPU meanwhile.
+    fn set_migration_disabled(&mut self, sim: &mut Sim, t: Tid) {
+        let task = sim.task(t);
+        let (depth, cpu) = (task.migration_disabled, task.cpu);
+        self.k.ts_mut(t).held_on = (depth > 0).then_some(cpu);
+        // SAFETY: p is live.
+        unsafe { (self.prog.f.task_set_migration_disabled)(self.p(t), depth) };
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
@@ -1025,6 +1047,16 @@ impl ScxPolicy {
 
     fn enqueue_op(&mut self, sim: &mut Sim, t: Tid, cpu: u32, enq: u32) {
         let p = self.p(t);
+        if let (Some(held), false) = (self.k.ts(t).held_on, self.plan.flags.enq_migration_disabled) {
+            // ext.c, do_enqueue_task: without SCX_OPS_ENQ_MIGRATION_DISABLED
+            // (6.15 and later) a migration-disabled task goes to its CPU's
+            // local queue with a default slice, not to ops.enqueue.
+            // SAFETY: p is live; SCX_SLICE_DFL is 20 ms.
+            unsafe { (self.prog.f.task_set_slice)(p, 20_000_000) };
+            self.k.local[held as usize].push_back(t);
+            sim.kick(held);
+            return;
+        }
         if self.ops_mask & abi::OP_ENQUEUE == 0 {
             self.k.global.fifo.push_back(t);
             return;

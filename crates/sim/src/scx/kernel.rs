@@ -16,6 +16,9 @@ pub(super) struct TaskState {
     /// Its allowed CPUs when sched_setaffinity narrowed them (None: every
     /// CPU), as p->cpus_ptr holds them.
     pub(super) cpus: Option<Box<Mask>>,
+    /// The CPU a migration-disabled task is held on (is_migration_disabled;
+    /// None when it may move).
+    pub(super) held_on: Option<u32>,
     /// A direct dispatch from select_cpu: (queue kind, id, flags, vtime
     /// for a vtime insert), applied at enqueue.
     pub(super) direct: Option<(u32, u64, u32, Option<u64>)>,
@@ -33,7 +36,10 @@ pub(super) struct TaskState {
 pub(super) fn may_run(tasks: &[Option<TaskState>], t: Tid, cpu: u32) -> bool {
     tasks[t as usize]
         .as_ref()
-        .is_some_and(|s| s.pinned.is_none_or(|p| p == cpu) && s.cpus.as_ref().is_none_or(|m| Kernel::bit(&m[..], cpu)))
+        .is_some_and(|s| match s.held_on {
+            Some(h) => h == cpu,
+            None => s.pinned.is_none_or(|p| p == cpu) && s.cpus.as_ref().is_none_or(|m| Kernel::bit(&m[..], cpu)),
+        })
 }
 
 /// Where inserts go and what LOCAL means, by the operation being run.
@@ -176,8 +182,13 @@ impl Kernel {
     }
     /// ext.c, task_can_run_on_remote_rq (enforced): an insert into the
     /// local queue of a CPU outside the task's allowed set is an error.
+    /// A migration-disabled task's is refused first, with its own message.
     pub(super) fn fail_not_allowed(&mut self, t: Tid, cpu: u32) {
         let who = self.sim().task(t).who();
+        if let Some(from) = self.ts(t).held_on {
+            self.fail(format!("SCX_DSQ_LOCAL[_ON] cannot move migration disabled {who} from CPU {from} to {cpu}"));
+            return;
+        }
         self.fail(format!("SCX_DSQ_LOCAL[_ON] target CPU {cpu} not allowed for {who}"));
     }
     pub(super) fn allowed(&self, t: Tid, cpu: u32) -> bool {
@@ -305,10 +316,13 @@ impl Kernel {
         None
     }
 
-    /// The CPUs a task may run on.
+    /// The CPUs a task may run on: p->cpus_ptr, which for a
+    /// migration-disabled task is its CPU alone (migrate_disable_switch), so
+    /// that the built-in idle selection keeps it there
+    /// (select_cpu_from_kfunc's is_migration_disabled test).
     pub(super) fn task_mask(&self, t: Tid) -> Mask {
         let s = self.ts(t);
-        match (s.pinned, &s.cpus) {
+        match (s.held_on.or(s.pinned), &s.cpus) {
             (Some(c), _) => mask_of(std::iter::once(c)),
             (None, Some(m)) => **m,
             (None, None) => self.all,
