@@ -114,17 +114,20 @@ const BATCH: usize = 1024;
 
 impl StatsSink {
     // Inlined into `emit_fields`, so that the event goes from registers
-    // into `pending`.
+    // into `pending`: the writer reads it back from there, which leaves
+    // `ev` unused after the push (used again, it was copied through the
+    // stack, a stall at each event).
     #[inline(always)]
     fn keep(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
         self.pending.push(CpuEvent { cpu, ev });
+        let written = match (&mut self.writer, self.pending.last()) {
+            (Some((w, _)), Some(e)) => w.push(e.cpu, e.ev).map_err(|e| e.to_string()),
+            _ => Ok(()),
+        };
         if self.pending.len() == BATCH {
             self.analyse_pending();
         }
-        if let Some((w, _)) = &mut self.writer {
-            w.push(cpu, ev).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        written
     }
     #[inline(never)]
     fn analyse_pending(&mut self) {
