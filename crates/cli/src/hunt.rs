@@ -83,7 +83,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
         (None, None) => a.start + DEFAULT_RUNS,
     };
     let sim_budget = a.sim_time.map(|d| d.as_nanos() as u64);
-    let jobs = if a.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { a.jobs };
+    let jobs = warmcore_sweep::engine::workers(a.jobs);
 
     let stop = Arc::new(AtomicBool::new(false));
     {

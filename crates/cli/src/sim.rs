@@ -2,13 +2,15 @@
 //! `warmcore sim` and `warmcore compare`: thin wrappers over warmcore-sim.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 use warmcore_sim::run::improvement_pct;
-use warmcore_sim::{run, Limits, RunConfig, RunReport};
+use warmcore_sim::{run, Limits, RunConfig, RunReport, SimError};
 
 #[derive(Args)]
 pub struct SimArgs {
@@ -90,7 +92,8 @@ pub struct CompareArgs {
     /// `warmcore sim --help`).
     #[arg(long, default_value = "powersave")]
     pub governor: String,
-    /// Runs per policy, with seeds 1..=N.
+    /// Runs per policy, with seeds 1..=N (all the runs side by side, a
+    /// thread per CPU).
     #[arg(long, default_value_t = 3, value_parser = warmcore_args::count::<u32>(1, 10_000))]
     pub runs: u32,
     /// Print the comparison as JSON.
@@ -224,6 +227,43 @@ fn split_policies(list: &str) -> Vec<String> {
     out
 }
 
+/// Every run of a comparison (each policy with seeds 1..=runs, in that
+/// order), side by side on the machine's CPUs: the runs are independent and
+/// deterministic, so the results are those of one run after another. The
+/// first run in that order that fails is the error, as it would be then.
+fn run_all(policies: &[&str], a: &CompareArgs) -> Result<Vec<RunReport>> {
+    let runs: Vec<(&str, u64)> =
+        policies.iter().flat_map(|&p| (1..=a.runs as u64).map(move |seed| (p, seed))).collect();
+    let results: Vec<Mutex<Option<Result<RunReport, SimError>>>> = runs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    // Runs after a failed one are not started: their results would not be read.
+    let first_fail = AtomicUsize::new(usize::MAX);
+    std::thread::scope(|scope| {
+        for _ in 0..warmcore_sweep::engine::workers(0).min(runs.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= runs.len() || i > first_fail.load(Ordering::SeqCst) {
+                    return;
+                }
+                let (p, seed) = runs[i];
+                let r = run(&RunConfig::new(&a.machine, &a.workload, p, &a.governor, seed));
+                if r.is_err() {
+                    first_fail.fetch_min(i, Ordering::SeqCst);
+                }
+                *results[i].lock().unwrap() = Some(r);
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(runs.len());
+    for r in results {
+        match r.into_inner().unwrap() {
+            Some(r) => out.push(r?),
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
 pub fn compare(a: CompareArgs) -> Result<()> {
     let policies = split_policies(&a.policies);
     let policies: Vec<&str> = policies.iter().map(String::as_str).collect();
@@ -235,11 +275,12 @@ pub fn compare(a: CompareArgs) -> Result<()> {
     let mut lower = true;
     let mut machine = a.machine.clone();
     replayed_trace(&a.workload)?;
+    let mut reports = run_all(&policies, &a)?.into_iter();
     for p in &policies {
         let mut vals = Vec::new();
         let mut energy = Vec::new();
         for seed in 1..=a.runs as u64 {
-            let r = run(&RunConfig::new(&a.machine, &a.workload, p, &a.governor, seed))?;
+            let Some(r) = reports.next() else { bail!("run of {p} with seed {seed} is missing") };
             if let Some(why) = &r.partial {
                 bail!("run of {p} with seed {seed} stopped early: {why}");
             }

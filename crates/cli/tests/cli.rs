@@ -220,6 +220,32 @@ fn good_times_and_counts_are_taken() {
     assert!(j["wall_s"].as_f64().unwrap() >= 0.05, "{j}");
 }
 
+/// compare runs its policies x seeds side by side: each policy's row is
+/// made of its own runs (`sim` with seeds 1..=runs), whichever finished
+/// first.
+#[test]
+fn compare_gives_each_policy_the_figures_of_its_own_runs() {
+    let w = "hackbench:groups=1,loops=5";
+    let o = warmcore(&["compare", "--workload", w, "--policies", "cfs,slocal", "--runs", "3", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    for (i, p) in ["cfs", "slocal"].into_iter().enumerate() {
+        let vals: Vec<f64> = (1..=3)
+            .map(|seed| {
+                let o = warmcore(&["sim", "--workload", w, "--policy", p, "--seed", &seed.to_string(), "--json"]);
+                assert!(o.status.success(), "{}", stderr(&o));
+                let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+                r["metric"]["value"].as_f64().expect("a metric")
+            })
+            .collect();
+        let row = &c["results"][i];
+        assert_eq!(row["policy"], p, "{c}");
+        assert_eq!(row["mean"].as_f64(), Some(vals.iter().sum::<f64>() / 3.0), "{p}: {vals:?} {c}");
+    }
+    // The two policies differ: a row given the other policy's runs would fail above.
+    assert_ne!(c["results"][0]["mean"], c["results"][1]["mean"], "{c}");
+}
+
 #[test]
 fn a_closed_pipe_ends_trace_commands_quietly() {
     use std::io::{BufRead, BufReader};

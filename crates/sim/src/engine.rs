@@ -274,7 +274,7 @@ impl Engine {
             }
             // Handled while still in the heap: a new event for the same key
             // replaces it in place (queue.rs); `finish` removes it if none did.
-            let Some(&ev) = self.sim.heap.peek() else {
+            let Some(ev) = self.sim.heap.peek() else {
                 return Err(self.deadlock());
             };
             if ev.t > limits.max_sim_ns {

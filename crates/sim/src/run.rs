@@ -113,6 +113,23 @@ struct StatsSink {
 const BATCH: usize = 1024;
 
 impl StatsSink {
+    // Inlined into `emit_fields`, so that the event goes from registers
+    // into `pending`: the writer reads it back from there, which leaves
+    // `ev` unused after the push (used again, it was copied through the
+    // stack, a stall at each event).
+    #[inline(always)]
+    fn keep(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        self.pending.push(CpuEvent { cpu, ev });
+        let written = match (&mut self.writer, self.pending.last()) {
+            (Some((w, _)), Some(e)) => w.push(e.cpu, e.ev).map_err(|e| e.to_string()),
+            _ => Ok(()),
+        };
+        if self.pending.len() == BATCH {
+            self.analyse_pending();
+        }
+        written
+    }
+    #[inline(never)]
     fn analyse_pending(&mut self) {
         for e in &self.pending {
             self.analyzer.push(e);
@@ -122,15 +139,11 @@ impl StatsSink {
 }
 
 impl Sink for StatsSink {
+    fn emit_fields(&mut self, cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> Result<(), String> {
+        self.keep(cpu, Event::new(ts, pid, id, a, b))
+    }
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
-        self.pending.push(CpuEvent { cpu, ev });
-        if self.pending.len() == BATCH {
-            self.analyse_pending();
-        }
-        if let Some((w, _)) = &mut self.writer {
-            w.push(cpu, ev).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        self.keep(cpu, ev)
     }
     fn note_process(&mut self, pid: u32, ppid: u32, comm: &str, ts: u64) {
         if let Some((w, _)) = &mut self.writer {

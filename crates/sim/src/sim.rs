@@ -37,6 +37,14 @@ use crate::queue::{Entry, EventQueue, Key};
 /// Where the events go (a trace writer, the metrics analyzer, a counter).
 pub trait Sink {
     fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String>;
+    /// `emit` of the event made of these fields, which the engine calls for
+    /// every event: a sink that keeps events builds it where it keeps it,
+    /// instead of reading it back from the caller's stack, where its fields
+    /// were just stored one by one (a stall at each event).
+    #[inline]
+    fn emit_fields(&mut self, cpu: u32, ts: u64, pid: u32, id: u32, a: u32, b: u32) -> Result<(), String> {
+        self.emit(cpu, Event::new(ts, pid, id, a, b))
+    }
     fn note_process(&mut self, _pid: u32, _ppid: u32, _comm: &str, _ts: u64) {}
     /// End of the run: flush, and return what the sink computed.
     fn finish(self: Box<Self>, _end_ns: u64) -> Result<serde_json::Value, String> {
@@ -540,7 +548,7 @@ impl Sim {
     #[inline]
     pub(crate) fn emit(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
         self.events += 1;
-        if let Err(e) = self.sink.emit(cpu, Event::new(self.now, pid, id, a, b)) {
+        if let Err(e) = self.sink.emit_fields(cpu, self.now, pid, id, a, b) {
             if self.sink_err.is_none() {
                 self.sink_err = Some(e);
             }

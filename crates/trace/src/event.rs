@@ -22,6 +22,9 @@ pub const EVENT_SIZE: usize = std::mem::size_of::<Event>();
 const _: () = assert!(EVENT_SIZE == 24);
 
 impl Event {
+    // Inline across crates: the simulator makes one per event, and a call
+    // returns it through memory, read back at once (a stall each time).
+    #[inline]
     pub fn new(ts: u64, pid: u32, id: u32, a: u32, b: u32) -> Self {
         let mut arg = [0u8; 8];
         arg[..4].copy_from_slice(&a.to_le_bytes());

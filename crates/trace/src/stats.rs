@@ -289,13 +289,81 @@ fn band_of(khz: u32) -> usize {
     ((khz / BAND_KHZ) as usize).min(MAX_BANDS - 1)
 }
 
+/// Pids below this are kept in a table indexed by pid (a simulator's pids
+/// count up from 1), the others in a map: the table spares the hashing and
+/// probing that every switch and wake-up needs, its size bounded by
+/// DENSE_PIDS entries (under 2 MB).
+const DENSE_PIDS: usize = 1 << 15;
+
+/// The tasks the analysis holds state for, by pid.
+#[derive(Default)]
+struct Tasks {
+    dense: Vec<Option<Task>>,
+    far: FxHashMap<u32, Task>,
+    len: usize,
+}
+
+impl Tasks {
+    #[inline]
+    fn get(&self, pid: &u32) -> Option<&Task> {
+        match self.dense.get(*pid as usize) {
+            Some(t) => t.as_ref(),
+            None if (*pid as usize) < DENSE_PIDS => None,
+            None => self.far.get(pid),
+        }
+    }
+    #[inline]
+    fn get_mut(&mut self, pid: &u32) -> Option<&mut Task> {
+        match self.dense.get_mut(*pid as usize) {
+            Some(t) => t.as_mut(),
+            None if (*pid as usize) < DENSE_PIDS => None,
+            None => self.far.get_mut(pid),
+        }
+    }
+    /// The task's state, a new one if it has none.
+    #[inline]
+    fn get_or_default(&mut self, pid: u32) -> &mut Task {
+        let p = pid as usize;
+        if p >= DENSE_PIDS {
+            let far = &mut self.far;
+            if !far.contains_key(&pid) {
+                self.len += 1;
+            }
+            return far.entry(pid).or_default();
+        }
+        if p >= self.dense.len() {
+            self.dense.resize(p + 1, None);
+        }
+        let slot = &mut self.dense[p];
+        if slot.is_none() {
+            self.len += 1;
+        }
+        slot.get_or_insert_with(Task::default)
+    }
+    fn insert(&mut self, pid: u32, t: Task) {
+        *self.get_or_default(pid) = t;
+    }
+    fn remove(&mut self, pid: &u32) {
+        let gone = match self.dense.get_mut(*pid as usize) {
+            Some(t) => t.take().is_some(),
+            None => self.far.remove(pid).is_some(),
+        };
+        if gone {
+            self.len -= 1;
+        }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// The streaming analysis: `push` every event in global time order, then
 /// `finish`.
 pub struct Analyzer {
     kinds: Vec<Kind>,
     far_kinds: Vec<(u32, Kind)>,
     cpus: Vec<Cpu>,
-    tasks: FxHashMap<u32, Task>,
+    tasks: Tasks,
     machine_min_khz: u32,
     machine_max_khz: u32,
 
@@ -378,7 +446,7 @@ impl Analyzer {
             kinds,
             far_kinds,
             cpus: vec![Cpu { prune_at: 64, used_interval: u64::MAX, ..Cpu::default() }; n],
-            tasks: FxHashMap::default(),
+            tasks: Tasks::default(),
             machine_min_khz,
             machine_max_khz,
             events: 0,
@@ -714,7 +782,7 @@ impl Analyzer {
 
         if next != 0 {
             let freq = self.cpus[c].freq;
-            let tk = self.tasks.entry(next).or_default();
+            let tk = self.tasks.get_or_default(next);
             let old = tk.state;
             tk.state = TaskState::Running(c as u32);
             let woken = tk.wake_ts.take();
@@ -825,7 +893,7 @@ impl Analyzer {
                 return;
             }
         }
-        let tk = self.tasks.entry(pid).or_default();
+        let tk = self.tasks.get_or_default(pid);
         if tk.state != TaskState::Off {
             return; // already runnable: nothing starts
         }
