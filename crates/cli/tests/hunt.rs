@@ -85,3 +85,20 @@ fn a_short_hunt_finds_nothing_in_scx_default() {
     assert!(summary["failure"].is_null());
     assert!(summary["simulated_s"].as_f64().unwrap() > 0.0);
 }
+
+/// `bpf:DIR` with a relative DIR builds from the directory it names (the
+/// compiler runs elsewhere), in an empty cache so that it is built here.
+#[test]
+fn a_relative_bpf_dir_is_built() {
+    let cache = tempfile::tempdir().unwrap();
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+        .current_dir(cli)
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["sim", "--machine", "default", "--workload", "periodic:tasks=2,run_us=100,sleep_us=100,duration_ms=10", "--policy", "bpf:tests/fixtures/hunt-broken", "--json"])
+        .output()
+        .expect("warmcore runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    assert!(j["makespan_ns"].as_u64().is_some_and(|m| m > 0), "{j}");
+}

@@ -180,9 +180,6 @@ impl Queue {
     fn first(&self) -> Option<&(u64, Tid)> {
         self.0.first()
     }
-    fn last(&self) -> Option<&(u64, Tid)> {
-        self.0.last()
-    }
     fn len(&self) -> usize {
         self.0.len()
     }

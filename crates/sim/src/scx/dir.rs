@@ -54,6 +54,9 @@ pub fn build(dir: &Path) -> Result<(Vec<u8>, String, String), String> {
     let mut h = DefaultHasher::new();
     TOOLCHAIN.hash(&mut h);
     HOST_LAYER.hash(&mut h);
+    // The compiler runs in a directory of its own: a relative DIR is made
+    // absolute, or its sources would not be found from there.
+    let dir = &std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let units: Vec<PathBuf> = sources.iter().map(|s| dir.join(s)).collect();
     for u in &units {
         let (files, _) = build_program::expand(u)?;
