@@ -167,7 +167,11 @@ def fresh(tmp_path_factory):
     venv.create(home / "env", with_pip=True)
     env = {"PATH": f"{home / 'env' / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", str(home)),
            "LANG": "C.UTF-8"}
-    pip = [home / "env" / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--find-links", wheels]
+    # --no-compile: Python compiles what it imports when it imports it; pip's
+    # own pass over every module of the viewer's dependencies took most of
+    # the install's time.
+    pip = [home / "env" / "bin" / "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
+           "--find-links", wheels]
     run(*pip, command, package, env=env, cwd=home)
 
     class Fresh:
