@@ -3,11 +3,12 @@
 //! a write to /sys/devices/system/cpu/cpuN/online does (docs/model.md, CPU
 //! hotplug).
 //!
-//! Going down, in kernel/sched/core.c's order: sched_cpu_deactivate clears
+//! Going down (kernel/sched/core.c): sched_cpu_deactivate clears
 //! the CPU from the active mask, so that no placement or balancing picks it
-//! (`Sim::may_run`, `Sim::cpu_is_idle`), and tells the class (ext.c,
-//! scx_rq_deactivate; `Policy::cpu_offline`); balance_push then moves every
-//! task queued or running there to select_fallback_rq's CPU, save a task
+//! (`Sim::may_run`, `Sim::cpu_is_idle`); balance_push moves every task
+//! queued or running there to select_fallback_rq's CPU (the running one
+//! here, the queued ones by the class when it is told, ext.c's
+//! scx_rq_deactivate; `Policy::cpu_offline`), save a task
 //! whose migration is disabled, which finishes its section there first
 //! (the kernel's hotplug waits for it in sched_cpu_wait_empty). The CPU
 //! then idles in its deepest state until it comes back (sched_cpu_activate,
@@ -63,11 +64,14 @@ impl Engine {
         for &t in &here {
             self.fallback(t, cpu);
         }
-        self.policy.cpu_offline(&mut self.sim, cpu);
         let mut left = false;
         if let Some(t) = self.sim.cpus[cpu as usize].curr {
             left = self.move_off_disallowed(t) && t == me;
         }
+        // The class is told once the running task has left: a sched_ext
+        // scheduler the kernel exits is loaded again when the CPU is down,
+        // its tasks elsewhere.
+        self.policy.cpu_offline(&mut self.sim, cpu);
         let c = &self.sim.cpus[cpu as usize];
         if c.mode == Mode::Idle && c.idle_state != self.sim.choose_idle_state(cpu) {
             // An idle CPU going down: its deepest state from now on.

@@ -1111,7 +1111,24 @@ impl ScxPolicy {
             sim.cancel_timer(id);
         }
         let r = &self.reload;
-        let new = ScxPolicy::build(&r.machine, self.name.clone(), r.plan.clone(), r.so.clone(), r.settings.clone(), self.peer_stats.clone());
+        let mut plan = r.plan.clone();
+        if let Some(settings) = &r.settings {
+            // warmcore sched starts again on the CPUs now online: scx_utils'
+            // topology lists only those (a core is named by its first
+            // online CPU), and an offline CPU keeps the core MAX_CPUS and
+            // LLC 0 (crates/sched/src/lib.rs, topology).
+            let m = &r.machine;
+            let mut topo = topology(m);
+            for c in 0..m.nr_cpus {
+                let first = m.core_cpus[m.cpu_core[c as usize] as usize].iter().copied().filter(|&s| sim.online(s)).min();
+                topo.core[c as usize] = if sim.online(c) { first.unwrap_or(c) } else { warmcore_sched_settings::MAX_CPUS };
+                if !sim.online(c) {
+                    topo.llc[c as usize] = 0;
+                }
+            }
+            plan = super::loader::warmcore_plan(settings, &topo);
+        }
+        let new = ScxPolicy::build(&r.machine, self.name.clone(), plan, r.so.clone(), r.settings.clone(), self.peer_stats.clone());
         let mut new = match new {
             Ok(p) => p,
             Err(e) => {
