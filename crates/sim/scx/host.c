@@ -1624,7 +1624,9 @@ u32 wc_sim_ops_mask(void)
 	       (WC_OPS.quiescent ? WC_SIM_OP_QUIESCENT : 0) |
 	       (WC_OPS.cgroup_init ? WC_SIM_OP_CGROUP_INIT : 0) |
 	       (WC_OPS.set_cpumask ? WC_SIM_OP_SET_CPUMASK : 0) |
-	       (WC_OPS.dequeue ? WC_SIM_OP_DEQUEUE : 0);
+	       (WC_OPS.dequeue ? WC_SIM_OP_DEQUEUE : 0) |
+	       (WC_OPS.cpu_online ? WC_SIM_OP_CPU_ONLINE : 0) |
+	       (WC_OPS.cpu_offline ? WC_SIM_OP_CPU_OFFLINE : 0);
 }
 
 u32 wc_sim_timeout_ms(void)
@@ -1697,6 +1699,17 @@ void wc_sim_set_cpumask(struct task_struct *p)
 	WC_CALL(set_cpumask, (u64)p, (u64)p->cpus_ptr);
 }
 
+/* ext.c, handle_hotplug: the CPU came back, or is going down. */
+void wc_sim_cpu_online(s32 cpu)
+{
+	WC_CALL(cpu_online, (u64)(s64)cpu);
+}
+
+void wc_sim_cpu_offline(s32 cpu)
+{
+	WC_CALL(cpu_offline, (u64)(s64)cpu);
+}
+
 void wc_sim_tick(struct task_struct *p)
 {
 	WC_CALL(tick, (u64)p);
@@ -1742,13 +1755,27 @@ s32 wc_sim_cgroup_init(void)
 	return (s32)WC_CALL(cgroup_init, (u64)&wc_root_cgroup->cg, (u64)&args);
 }
 
-/* The scheduler is unloaded (@error: it failed, with @msg). */
-void wc_sim_exit(u32 error, const char *msg)
+/* The scheduler is unloaded (@why: enum wc_sim_exit_why), with @msg. */
+void wc_sim_exit(u32 why, const char *msg)
 {
 	struct scx_exit_info ei = {};
 
-	ei.kind = error ? SCX_EXIT_ERROR_BPF : SCX_EXIT_UNREG;
-	ei.reason = error ? "scx_bpf_error" : "unregistered from user space";
+	switch (why) {
+	case WC_SIM_EXIT_ERROR:
+		ei.kind = SCX_EXIT_ERROR_BPF;
+		ei.reason = "scx_bpf_error";
+		break;
+	case WC_SIM_EXIT_HOTPLUG:
+		/* ext.c, handle_hotplug and scx_exit_reason: the kernel asks
+		 * its loader to load the scheduler again. */
+		ei.kind = SCX_EXIT_UNREG_KERN;
+		ei.exit_code = SCX_ECODE_ACT_RESTART | SCX_ECODE_RSN_HOTPLUG;
+		ei.reason = "unregistered from the main kernel";
+		break;
+	default:
+		ei.kind = SCX_EXIT_UNREG;
+		ei.reason = "unregistered from user space";
+	}
 	ei.msg = msg ? msg : "";
 	ei.dump = "";
 	WC_CALL(exit, (u64)&ei);

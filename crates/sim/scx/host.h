@@ -75,6 +75,16 @@ enum wc_sim_op {
 	WC_SIM_OP_CGROUP_INIT = 1 << 14,
 	WC_SIM_OP_SET_CPUMASK = 1 << 15,
 	WC_SIM_OP_DEQUEUE = 1 << 16,
+	WC_SIM_OP_CPU_ONLINE = 1 << 17,
+	WC_SIM_OP_CPU_OFFLINE = 1 << 18,
+};
+
+/* Why the scheduler is unloaded (wc_sim_exit). */
+enum wc_sim_exit_why {
+	WC_SIM_EXIT_UNREG = 0,
+	WC_SIM_EXIT_ERROR = 1,
+	/* ext.c, handle_hotplug without ops.cpu_online/cpu_offline. */
+	WC_SIM_EXIT_HOTPLUG = 2,
 };
 
 /*

@@ -558,6 +558,9 @@ impl Cfs {
         let start = group.iter().position(|&c| c == from).unwrap_or(0);
         for i in 0..n {
             let c = group[(start + i) % n];
+            if !sim.online(c) {
+                continue;
+            }
             if self.idle_without(sim, c, exclude) {
                 // The exec'ing task's own CPU is hot: no exit latency, idle
                 // since now.

@@ -192,6 +192,8 @@ impl Engine {
             heap: EventQueue::new(),
             tasks: Vec::new(),
             cpus,
+            offline: vec![false; n],
+            nr_online: n as u32,
             cores,
             socket_active: vec![0; sockets],
             socket_energy: vec![(0.0, 0, 0.0); sockets],
@@ -504,6 +506,10 @@ impl Engine {
 
     fn kick_now(&mut self, c: u32) {
         let now = self.sim.now;
+        if self.sim.offline[c as usize] && self.sim.cpus[c as usize].nr == 0 {
+            // Nothing wakes an offline CPU that has nothing to finish.
+            return;
+        }
         let lat = self.sim.idle_exit_latency(c);
         let cpu = &mut self.sim.cpus[c as usize];
         if cpu.mode != Mode::Idle {
@@ -652,7 +658,7 @@ impl Engine {
         if self.sim.may_run(t, c) {
             c
         } else {
-            self.sim.fallback_cpu(t, prev)
+            self.fallback(t, prev)
         }
     }
 
@@ -724,7 +730,13 @@ impl Engine {
         if self.sim.cpus[c as usize].mode != Mode::Switching {
             return Ok(());
         }
-        let next = self.policy.dispatch(&mut self.sim, c);
+        // An offline CPU runs only what stays there to finish a
+        // migration-disabled section (hotplug.rs).
+        let next = if self.sim.offline[c as usize] && self.sim.cpus[c as usize].nr == 0 {
+            None
+        } else {
+            self.policy.dispatch(&mut self.sim, c)
+        };
         let next = next.filter(|&t| self.sim.tasks[t as usize].state == TState::Runnable);
         let (ppid, pstate) = self.sim.cpus[c as usize].prev;
         match next {
@@ -749,10 +761,15 @@ impl Engine {
                 let pid = self.sim.tasks[t as usize].pid;
                 self.sim.emit(c, ppid, ids::CTX_SWITCH, pid, pstate);
                 let was_idle = ppid == 0;
-                if !self.sim.tasks[t as usize].may_run(c) {
+                if !self.sim.may_run(t, c) {
                     // A guarantee the kernel keeps whatever the policy does
                     // (is_cpu_allowed): a policy that breaks it ends the run.
-                    let why = format!("broken guarantee: affinity: {} ran on CPU {c}, outside its allowed CPUs", self.sim.tasks[t as usize].who());
+                    let task = &self.sim.tasks[t as usize];
+                    let why = if task.may_run(c) {
+                        format!("broken guarantee: affinity: {} ran on CPU {c}, which is offline", task.who())
+                    } else {
+                        format!("broken guarantee: affinity: {} ran on CPU {c}, outside its allowed CPUs", task.who())
+                    };
                     let name = self.policy.name();
                     self.sim.abort(format!("{name} at {} ns: {why}", self.sim.now));
                 }

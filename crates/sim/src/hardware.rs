@@ -337,6 +337,11 @@ impl Sim {
     /// The idle state `c` enters now. Menu-like choice: the deepest state
     /// whose target residency fits the expected idle time (rq->avg_idle).
     pub(crate) fn choose_idle_state(&self, c: u32) -> u8 {
+        if self.offline[c as usize] {
+            // An offline CPU draws what its deepest idle state does
+            // (docs/model.md, CPU hotplug).
+            return (self.machine.spec.idle.len() - 1) as u8;
+        }
         let avg = self.cpus[c as usize].avg_idle;
         // The PM QoS resume latency limit (menu/teo: cpuidle_governor_latency_req).
         let limit = self.cpus[c as usize].resume_latency_us.unwrap_or(u64::MAX);

@@ -124,7 +124,8 @@ impl Draw {
 /// count): a workload of 1 to 4 tasks per CPU (at most 48) that compute,
 /// sleep, change their nice value, policy and allowed CPUs, disable
 /// migration around a computation, join a cpuset and change its CPUs, fork
-/// children and change theirs, each for at most a few simulated seconds.
+/// children and change theirs, each for at most a few simulated seconds;
+/// and sometimes a task that takes a CPU offline and back, a few times.
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
@@ -215,6 +216,23 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let prog = w.add(&format!("t{i}"), steps);
         let cpu = d.chance(0.2).then(|| d.range(0, n as u64 - 1) as u32);
         w.initial.push((prog, format!("t{i}"), cpu));
+    }
+    // CPU hotplug from a stream of its own, after every other draw: the
+    // runs of earlier hunts keep their tasks, with this one added.
+    let mut h = Draw(ChaCha8Rng::seed_from_u64(cs ^ 0x1d1e_5ced_0000_0002));
+    if n > 1 && h.chance(0.15) {
+        // One CPU down at a time: never the last online one.
+        let mut steps = Vec::new();
+        for _ in 0..h.range(1, 3) {
+            let cpu = h.range(0, n as u64 - 1) as u32;
+            steps.push(Step::Sleep(Amount::fixed(h.range(100, 50_000) as f64 * 1e3)));
+            steps.push(Step::CpuOnline(cpu, false));
+            steps.push(Step::Sleep(Amount::fixed(h.range(100, 100_000) as f64 * 1e3)));
+            steps.push(Step::CpuOnline(cpu, true));
+        }
+        steps.push(Step::Exit);
+        let prog = w.add("hotplug", steps);
+        w.initial.push((prog, "hotplug".into(), None));
     }
     // A cpuset only a body's step names is made there.
     w.cpusets = w.programs.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::JoinCpuset(_) | Step::CpusetCpus(..))) as u32;
@@ -431,6 +449,28 @@ mod tests {
             sections += (on > 0) as u32;
         }
         assert!(idle > 10 && sections > 10, "{idle} runs with SCHED_IDLE, {sections} with sections");
+    }
+
+    #[test]
+    fn runs_take_cpus_offline_and_back_and_keep_their_other_tasks() {
+        let m = vec![("default".to_string(), 16)];
+        let mut hotplug = 0;
+        for i in 0..200 {
+            let c = generate(5, i, &m);
+            let steps: Vec<&Step> = c.workload.programs.iter().flat_map(|p| p.steps.iter()).collect();
+            let (off, on) = (
+                steps.iter().filter(|s| matches!(s, Step::CpuOnline(_, false))).count(),
+                steps.iter().filter(|s| matches!(s, Step::CpuOnline(_, true))).count(),
+            );
+            assert_eq!(off, on, "run {i}: every CPU comes back");
+            if off > 0 {
+                hotplug += 1;
+                // The same tasks as without it, the controller last.
+                let last = c.workload.initial.last().unwrap();
+                assert_eq!(last.1, "hotplug");
+            }
+        }
+        assert!(hotplug > 10, "{hotplug} runs with CPU hotplug");
     }
 
     #[test]

@@ -343,6 +343,11 @@ impl Engine {
                         return Ok(());
                     }
                 }
+                Step::CpuOnline(cpu, online) => {
+                    if self.set_online(t, cpu, online)? {
+                        return Ok(());
+                    }
+                }
                 Step::Measure(i) => {
                     let d = now - self.sim.marks[i as usize].min(now);
                     self.sim.measures += 1;
@@ -449,12 +454,12 @@ impl Engine {
     /// A running task whose CPU it may no longer use is preempted and moved
     /// to the fallback CPU (affine_move_task's stopper, as exec's
     /// migration). True if it left its CPU.
-    fn move_off_disallowed(&mut self, t: Tid) -> bool {
+    pub(crate) fn move_off_disallowed(&mut self, t: Tid) -> bool {
         let r = self.sim.tasks[t as usize].cpu;
         if self.sim.tasks[t as usize].state != TState::Running || self.sim.may_run(t, r) {
             return false;
         }
-        let dest = self.sim.fallback_cpu(t, r);
+        let dest = self.fallback(t, r);
         self.sim.sync_progress(r);
         self.stop(r, t, prev_state::RUNNABLE);
         self.sim.tasks[t as usize].state = TState::Runnable;

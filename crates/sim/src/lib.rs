@@ -10,6 +10,7 @@ pub mod engine;
 pub mod haiku;
 pub mod haiku_old;
 mod hardware;
+mod hotplug;
 pub mod hunt;
 mod interp;
 pub mod kernel_time;

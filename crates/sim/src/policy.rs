@@ -85,6 +85,21 @@ pub trait Policy {
     /// CPU it may no longer use is moved by the engine; a queued one is the
     /// policy's to move (kernel/sched/core.c, __set_cpus_allowed_ptr).
     fn set_cpumask(&mut self, _sim: &mut Sim, _t: Tid) {}
+    /// CPU `cpu` went offline (Step::CpuOnline; `sim.online` already says
+    /// so): the tasks queued there move off it, as balance_push moves them
+    /// (move_queued_task, to select_fallback_rq's CPU); the engine moves the
+    /// running one. By default the move an affinity change makes.
+    fn cpu_offline(&mut self, sim: &mut Sim, cpu: u32) {
+        for t in 0..sim.nr_tasks() {
+            let task = sim.task(t);
+            if task.cpu == cpu && task.state == crate::sim::TState::Runnable && !sim.may_run(t, cpu) {
+                self.set_cpumask(sim, t);
+            }
+        }
+    }
+    /// CPU `cpu` is back online (Step::CpuOnline): placement and balancing
+    /// find it again.
+    fn cpu_online(&mut self, _sim: &mut Sim, _cpu: u32) {}
     fn select_cpu(&mut self, sim: &mut Sim, t: Tid, prev_cpu: u32, wake: Wake) -> u32;
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq);
     fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid>;

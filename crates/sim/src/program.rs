@@ -128,6 +128,11 @@ pub enum Step {
     /// itself, or (`true`) for each of its live children, running, queued
     /// or sleeping. Children forked later inherit the task's own mask.
     Affinity(Box<[u32]>, bool),
+    /// Take CPU N offline (false) or bring it back online (true), as a
+    /// write of 0 or 1 to /sys/devices/system/cpu/cpuN/online: its tasks
+    /// move to other CPUs and nothing runs there until it is back
+    /// (docs/model.md, CPU hotplug). The last online CPU cannot go.
+    CpuOnline(u32, bool),
 }
 
 #[derive(Clone, Debug)]

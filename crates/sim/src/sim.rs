@@ -310,6 +310,9 @@ pub struct Sim {
     pub(crate) heap: EventQueue,
     pub(crate) tasks: Vec<Task>,
     pub(crate) cpus: Vec<Cpu>,
+    /// Per CPU: taken offline (Step::CpuOnline); and how many are online.
+    pub(crate) offline: Vec<bool>,
+    pub(crate) nr_online: u32,
     pub(crate) cores: Vec<CoreDvfs>,
     pub(crate) socket_active: Vec<u32>,
     /// Per socket: the energy of its cores up to `.1` and their power since.
@@ -369,10 +372,16 @@ impl Sim {
     pub fn cpu(&self, c: u32) -> &Cpu {
         &self.cpus[c as usize]
     }
-    /// No task runs or is about to run there.
+    /// No task runs or is about to run there, and it is online (an
+    /// offline CPU is in no scheduling domain: no scan finds it).
     pub fn cpu_is_idle(&self, c: u32) -> bool {
         let cpu = &self.cpus[c as usize];
-        cpu.nr == 0 && matches!(cpu.mode, Mode::Idle | Mode::Switching)
+        cpu.nr == 0 && matches!(cpu.mode, Mode::Idle | Mode::Switching) && !self.offline[c as usize]
+    }
+    /// Whether CPU `c` is online (cpu_active: not taken offline by
+    /// Step::CpuOnline).
+    pub fn online(&self, c: u32) -> bool {
+        !self.offline[c as usize]
     }
     /// Exit latency of the CPU's current idle state (0 if not idle), ns.
     pub fn idle_exit_latency(&self, c: u32) -> u64 {
@@ -402,9 +411,12 @@ impl Sim {
         &self.tasks[t as usize]
     }
     /// Whether task `t` may run on CPU `c` (is_cpu_allowed in
-    /// kernel/sched/core.c, for a task of a user process).
+    /// kernel/sched/core.c, for a task of a user process): allowed, and
+    /// online, unless its migration is disabled there (balance_push lets
+    /// such a task run on a CPU going down until its migrate_enable).
     pub fn may_run(&self, t: Tid, c: u32) -> bool {
-        self.tasks[t as usize].may_run(c)
+        let task = &self.tasks[t as usize];
+        task.may_run(c) && (task.migration_disabled > 0 || !self.offline[c as usize])
     }
     pub fn nr_tasks(&self) -> u32 {
         self.tasks.len() as u32
@@ -427,10 +439,9 @@ impl Sim {
     /// takes cpumask_any_and_distribute's CPU; the first is one of them).
     pub fn fallback_cpu(&self, t: Tid, prev: u32) -> u32 {
         let node = self.machine.cpu_socket.get(prev as usize).copied();
-        let task = &self.tasks[t as usize];
         (0..self.machine.nr_cpus)
-            .find(|&c| Some(self.machine.cpu_socket[c as usize]) == node && task.may_run(c))
-            .or_else(|| (0..self.machine.nr_cpus).find(|&c| task.may_run(c)))
+            .find(|&c| Some(self.machine.cpu_socket[c as usize]) == node && self.may_run(t, c))
+            .or_else(|| (0..self.machine.nr_cpus).find(|&c| self.may_run(t, c)))
             .unwrap_or(prev)
     }
     /// A uniform number in [0, 1) from the run's seeded generator.

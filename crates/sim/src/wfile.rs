@@ -29,7 +29,9 @@
 //! every CPU),
 //! affinity = "0-3,8" (sched_setaffinity: a CPU list as taskset -c takes
 //! it, or an array of CPUs; + of = "children" for the task's live children
-//! in place of itself).
+//! in place of itself),
+//! cpu_offline = N and cpu_online = N (CPU hotplug: CPU N goes offline, its
+//! tasks move to other CPUs, or comes back).
 //!
 //! `stall` (0 to 1, default 0) at the top is the share of each
 //! computation's time spent stalled on memory, which does not scale with
@@ -91,7 +93,7 @@ fn one() -> u32 {
     1
 }
 
-const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity, migrate_disable, migrate_enable, cpuset, cpuset_cpus";
+const ACTIONS: &str = "compute_us, sleep_us, io_us, fork, exec, wait, wait_all, exit, pipe_write, pipe_read, pipe_spin_read, futex_wait, futex_wake, barrier, repeat, repeat_for, nice, policy, affinity, migrate_disable, migrate_enable, cpuset, cpuset_cpus, cpu_offline, cpu_online";
 
 /// The highest CPU number a mask may name, plus one (the programs handle
 /// 1024 CPUs; no modelled machine has more).
@@ -251,6 +253,13 @@ pub fn parse(text: &str, origin: &str) -> Result<Workload, SimError> {
                     };
                     Step::Affinity(cpus.into_boxed_slice(), children)
                 }
+                "cpu_offline" | "cpu_online" => Step::CpuOnline(
+                    t.get(action.as_str())
+                        .and_then(|v| v.as_integer())
+                        .filter(|c| (0..MAX_CPU).contains(c))
+                        .ok_or_else(|| err(format!("{at}: field `{action}` must be a CPU number below {MAX_CPU}")))? as u32,
+                    action == "cpu_online",
+                ),
                 other => return Err(err(format!("{at}: unknown action `{}`; valid: {ACTIONS}", other.escape_debug()))),
             };
             steps.push(step);
@@ -339,6 +348,7 @@ pub fn to_toml(w: &Workload) -> Result<String, String> {
                     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
                     if *children { ", of = \"children\"" } else { "" }
                 ),
+                Step::CpuOnline(c, online) => format!("{{ cpu_{} = {c} }}", if *online { "online" } else { "offline" }),
                 Step::Mark(_) | Step::Measure(_) => {
                     return Err(format!("workload {}: a measured interval cannot be written to a workload file", w.name))
                 }
@@ -441,6 +451,19 @@ mod tests {
         }
         let e = with("{ affinity = \"1\", of = \"parent\" }").unwrap_err().to_string();
         assert!(e.contains("`of`"), "{e}");
+    }
+
+    #[test]
+    fn cpu_offline_and_online_name_a_cpu() {
+        let with = |step: &str| parse(&PIPELINE.replace("{ exec = \"producer\" }", step), "x");
+        let w = with("{ cpu_offline = 3 }, { cpu_online = 3 }").unwrap();
+        assert_eq!(&w.programs[0].steps[..2], &[Step::CpuOnline(3, false), Step::CpuOnline(3, true)]);
+        let back = parse(&to_toml(&w).unwrap(), "x").unwrap();
+        assert_eq!(&back.programs[0].steps[..2], &w.programs[0].steps[..2]);
+        for bad in ["{ cpu_offline = -1 }", "{ cpu_online = \"3\" }", "{ cpu_offline = 5000 }"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("program producer, step 1") && e.contains("CPU number"), "{bad}: {e}");
+        }
     }
 
     #[test]

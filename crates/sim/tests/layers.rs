@@ -39,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
     // The event loop and the scheduler core around the policy, then the
     // interpreter of the tasks' programs (its methods are the engine's).
     &["engine"],
-    &["interp"],
+    &["interp", "hotplug"],
     // A run from names and parameters, and its report; the hunt for
     // failures, which runs and checks generated workloads.
     &["run", "hunt"],

@@ -23,6 +23,8 @@ mod drivers;
 mod eevdf;
 #[path = "haiku_old.rs"]
 mod haiku_old;
+#[path = "hotplug.rs"]
+mod hotplug;
 #[path = "kernel_time.rs"]
 mod kernel_time;
 #[path = "layers.rs"]

@@ -32,6 +32,18 @@ pub struct ScxPolicy {
     balanced: Vec<Option<bool>>,
     warmers: bool,
     pmqos: Option<PmQos>,
+    /// What loading the program again takes, and how many times the
+    /// kernel's exit for CPU hotplug made the host do it.
+    reload: Reload,
+    restarts: u64,
+}
+
+/// The inputs of `ScxPolicy::build`, kept for a restart after CPU hotplug.
+struct Reload {
+    machine: Machine,
+    plan: Plan,
+    so: std::borrow::Cow<'static, [u8]>,
+    settings: Option<Settings>,
 }
 
 /// `--nest-warm pmqos` (and warm's `--warm-poll-cpus`) as `warmcore sched`
@@ -96,7 +108,7 @@ impl ScxPolicy {
         let (so, recipe_path, recipe) = super::dir::build(std::path::Path::new(dir)).map_err(|e| SimError::Input(format!("{label}: {e}")))?;
         let plan = super::recipe::plan(&recipe_path, &recipe, &label, params, &peer_machine(machine)).map_err(SimError::Input)?;
         let stats = super::recipe::stats(&recipe);
-        ScxPolicy::build(machine, label, plan, &so, None, Some(stats))
+        ScxPolicy::build(machine, label, plan, so.into(), None, Some(stats))
     }
 
     /// As `with_program`, and for a peer with another recipe: (its path as
@@ -112,8 +124,9 @@ impl ScxPolicy {
         // The loader: a peer's recipe, or warmcore's settings.
         let (plan, so, settings, peer_stats) = match super::peers::find(name) {
             Some(peer) => {
-                let so = match (shared_object, peer.so) {
-                    (Some(so), _) | (None, Some(so)) => so,
+                let so: std::borrow::Cow<'static, [u8]> = match (shared_object, peer.so) {
+                    (Some(so), _) => so.to_vec().into(),
+                    (None, Some(so)) => so.into(),
                     (None, None) => {
                         return Err(SimError::Input(format!(
                             "scx:{name}: the sources of {} {} were not fetched when warmcore was built: run `cargo fetch --manifest-path peers/Cargo.toml` and build again",
@@ -135,7 +148,8 @@ impl ScxPolicy {
                 }
                 let settings = Settings::from_params(name, params).map_err(SimError::Input)?;
                 let plan = super::loader::warmcore_plan(&settings, &topo);
-                (plan, shared_object.unwrap_or(program::SHARED_OBJECT), Some(settings), None)
+                let so = shared_object.map_or(program::SHARED_OBJECT.into(), |so| so.to_vec().into());
+                (plan, so, Some(settings), None)
             }
         };
         ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats)
@@ -146,7 +160,7 @@ impl ScxPolicy {
         machine: &Machine,
         label: String,
         plan: Plan,
-        so: &[u8],
+        so: std::borrow::Cow<'static, [u8]>,
         settings: Option<Settings>,
         peer_stats: Option<Vec<String>>,
     ) -> Result<ScxPolicy, SimError> {
@@ -156,7 +170,7 @@ impl ScxPolicy {
         }
         let topo = topology(machine);
         // Boxed: the kernel keeps a pointer to its entry points.
-        let mut prog = Box::new(Program::load_from(so).map_err(|e| SimError::Input(format!("{name}: {e}")))?);
+        let mut prog = Box::new(Program::load_from(&so).map_err(|e| SimError::Input(format!("{name}: {e}")))?);
         let n = machine.nr_cpus as usize;
         let fns: *const program::Fns = &prog.f;
         let llc_masks: Vec<Mask> = machine.die_cpus.iter().map(|cpus| mask_of(cpus.iter().copied())).collect();
@@ -249,6 +263,7 @@ impl ScxPolicy {
         for w in &plan.rodata {
             super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
         }
+        let reload = Reload { machine: machine.clone(), plan: plan.clone(), so, settings: settings.clone() };
         let nest = settings.as_ref().is_some_and(|s| s.policy == ScxName::Nest);
         let warm = settings.as_ref().map_or(NestWarm::Off, |s| s.warm(&topo));
         // SAFETY: constants of the program's build.
@@ -276,6 +291,8 @@ impl ScxPolicy {
                 Some(s) if warm == NestWarm::Pmqos => Some(PmQos { seen: vec![None; n], timer: None, settings: s }),
                 _ => None,
             },
+            reload,
+            restarts: 0,
         })
     }
 
@@ -369,7 +386,7 @@ impl ScxPolicy {
             return;
         }
         // SAFETY: a NUL-terminated message; the program is attached.
-        Self::with_sim(&mut self.k, sim, |_| unsafe { exit(1, msg.as_ptr()) });
+        Self::with_sim(&mut self.k, sim, |_| unsafe { exit(abi::EXIT_ERROR, msg.as_ptr()) });
         self.k.error = None;
         sim.abort(format!("{} ejected at {} ns: {why}", self.name, sim.now()));
     }
@@ -446,6 +463,11 @@ impl ScxPolicy {
         let c = cpu as usize;
         if !self.k.local[c].is_empty() {
             return true;
+        }
+        if !sim.online(cpu) {
+            // balance_one: an offline run queue neither consumes the global
+            // queue (task_can_run_on_remote_rq) nor asks ops.dispatch.
+            return false;
         }
         if self.take_global(sim, cpu) {
             return true;
@@ -719,6 +741,9 @@ impl Policy for ScxPolicy {
     /// engine; a sleeping one is placed at its wake-up.
     fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
         let queued = self.dequeue_save(sim, t);
+        // A daemon pinned to a CPU going offline loses its pin
+        // (select_fallback_rq, hotplug.rs).
+        self.k.ts_mut(t).pinned = sim.task(t).pinned;
         self.copy_cpus(sim, t);
         let p = self.p(t);
         let cpu = sim.task(t).cpu;
@@ -948,7 +973,8 @@ impl Policy for ScxPolicy {
         if idle && self.pmqos.as_ref().is_some_and(|q| q.held(cpu)) {
             sim.spin(cpu, sim.now() + 2 * PmQos::POLL);
         }
-        self.k.set_idle(cpu, idle);
+        // An offline CPU is in no idle mask the program sees.
+        self.k.set_idle(cpu, idle && sim.online(cpu));
         let c = cpu as usize;
         if self.k.told_idle[c] == idle {
             return;
@@ -979,6 +1005,45 @@ impl Policy for ScxPolicy {
         self.broken.clone()
     }
 
+    /// ext.c, scx_rq_deactivate (handle_hotplug): ops.cpu_offline if the
+    /// program has it, then balance_push moves the CPU's queued tasks
+    /// (move_queued_task: out of their queue, ops.dequeue if the program
+    /// holds them, and ops.enqueue on select_fallback_rq's CPU). Without
+    /// it the kernel exits the scheduler to be loaded again.
+    fn cpu_offline(&mut self, sim: &mut Sim, cpu: u32) {
+        self.k.set_idle(cpu, false);
+        if self.ops_mask & abi::OP_CPU_OFFLINE == 0 {
+            self.restart(sim, cpu, false);
+            return;
+        }
+        // SAFETY: the program is attached; the CPU is valid.
+        self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.cpu_offline)(cpu as c_int) });
+        for t in 0..sim.nr_tasks() {
+            let task = sim.task(t);
+            if task.cpu != cpu || task.state != TState::Runnable || task.migration_disabled > 0 || sim.abort.is_some() {
+                continue;
+            }
+            if self.dequeue_save(sim, t) {
+                let to = sim.fallback_cpu(t, cpu);
+                sim.set_task_cpu(t, to);
+                self.enqueue_op(sim, t, to, 0);
+            }
+        }
+    }
+
+    /// ext.c, scx_rq_activate (handle_hotplug): ops.cpu_online, or the
+    /// scheduler's exit to be loaded again.
+    fn cpu_online(&mut self, sim: &mut Sim, cpu: u32) {
+        let idle = sim.cpu(cpu).mode == Mode::Idle;
+        self.k.set_idle(cpu, idle);
+        if self.ops_mask & abi::OP_CPU_ONLINE == 0 {
+            self.restart(sim, cpu, true);
+            return;
+        }
+        // SAFETY: the program is attached; the CPU is valid.
+        self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.cpu_online)(cpu as c_int) });
+    }
+
     fn stats(&self) -> serde_json::Value {
         let mut m = match &self.peer_stats {
             Some(names) => {
@@ -999,6 +1064,9 @@ impl Policy for ScxPolicy {
         if self.peer_stats.is_some() {
             return serde_json::Value::Object(m);
         }
+        if self.restarts > 0 {
+            m.insert("hotplug_restarts".into(), self.restarts.into());
+        }
         if self.name == "scx:nest" {
             for g in ["nr_primary", "nr_reserve", "max_primary"] {
                 if let Some(v) = self.prog.global_u64(g) {
@@ -1011,6 +1079,114 @@ impl Policy for ScxPolicy {
 }
 
 impl ScxPolicy {
+    /// The kernel exits the scheduler for CPU `cpu` going online or offline
+    /// (ext.c, handle_hotplug: SCX_EXIT_UNREG_KERN with SCX_ECODE_ACT_RESTART
+    /// | SCX_ECODE_RSN_HOTPLUG) and its loader loads it again, as `warmcore
+    /// sched` and the scx schedulers do on that code (crates/sched/src/lib.rs,
+    /// Ended::Restart). ASSUMPTION (docs/sched-ext-in-the-simulator.md, CPU
+    /// hotplug): the reload takes no simulated time, so no task runs in the
+    /// fair class meanwhile; the old program sees ops.exit_task of every task
+    /// and ops.exit (scx_disable), the new one ops.init, ops.init_task and
+    /// ops.enable of every task, and ops.runnable and ops.enqueue of every
+    /// queued one (scx_enable's switch of each task into the class); a
+    /// running task goes on running, with ops.running.
+    fn restart(&mut self, sim: &mut Sim, cpu: u32, online: bool) {
+        let why = format!("cpu {cpu} going {}, exiting scheduler", if online { "online" } else { "offline" });
+        let live: Vec<Tid> = (0..sim.nr_tasks()).filter(|&t| sim.task(t).state != TState::Dead).collect();
+        for &t in &live {
+            if self.k.tasks.get(t as usize).is_some_and(Option::is_some) {
+                self.exit_task(sim, t);
+            }
+        }
+        if self.ops_mask & abi::OP_EXIT != 0 {
+            let msg = CString::new(why.clone()).unwrap();
+            let exit = self.prog.f.exit;
+            // SAFETY: a NUL-terminated message; the program is attached.
+            Self::with_sim(&mut self.k, sim, |_| unsafe { exit(abi::EXIT_HOTPLUG, msg.as_ptr()) });
+        }
+        // The old program's timers die with it.
+        let armed = self.k.timers.iter().flatten().map(|&(id, _)| id);
+        let ours = [self.watchdog, self.pmqos.as_ref().and_then(|q| q.timer)];
+        for id in armed.chain(ours.into_iter().flatten()).collect::<Vec<_>>() {
+            sim.cancel_timer(id);
+        }
+        let r = &self.reload;
+        let mut plan = r.plan.clone();
+        if let Some(settings) = &r.settings {
+            // warmcore sched starts again on the CPUs now online: scx_utils'
+            // topology lists only those (a core is named by its first
+            // online CPU), and an offline CPU keeps the core MAX_CPUS and
+            // LLC 0 (crates/sched/src/lib.rs, topology).
+            let m = &r.machine;
+            let mut topo = topology(m);
+            for c in 0..m.nr_cpus {
+                let first = m.core_cpus[m.cpu_core[c as usize] as usize].iter().copied().filter(|&s| sim.online(s)).min();
+                topo.core[c as usize] = if sim.online(c) { first.unwrap_or(c) } else { warmcore_sched_settings::MAX_CPUS };
+                if !sim.online(c) {
+                    topo.llc[c as usize] = 0;
+                }
+            }
+            plan = super::loader::warmcore_plan(settings, &topo);
+        }
+        let new = ScxPolicy::build(&r.machine, self.name.clone(), plan, r.so.clone(), r.settings.clone(), self.peer_stats.clone());
+        let mut new = match new {
+            Ok(p) => p,
+            Err(e) => {
+                sim.abort(format!("{}: loading it again after CPU hotplug ({why}) failed: {e}", self.name));
+                return;
+            }
+        };
+        new.restarts = self.restarts + 1;
+        new.broken = self.broken.take();
+        *self = new;
+        self.init(sim);
+        for c in 0..self.k.nr_cpus {
+            let idle = sim.cpu(c).mode == Mode::Idle;
+            self.k.set_idle(c, idle && sim.online(c));
+            self.k.told_idle[c as usize] = idle;
+        }
+        for &t in &live {
+            if sim.abort.is_some() {
+                return;
+            }
+            self.init_task(sim, t, None);
+            if sim.task(t).migration_disabled > 0 {
+                self.set_migration_disabled(sim, t);
+            }
+            let task = sim.task(t);
+            let (state, at) = (task.state, task.cpu);
+            let p = self.p(t);
+            match state {
+                TState::Running => {
+                    // SAFETY: p is live.
+                    unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
+                    if self.ops_mask & abi::OP_RUNNABLE != 0 {
+                        // SAFETY: p is live.
+                        self.call(sim, at, Some(at), Context::Other, |f| unsafe { (f.runnable)(p, 0) });
+                    }
+                    self.running(sim, t, at);
+                }
+                TState::Runnable => {
+                    if !sim.may_run(t, at) {
+                        let to = sim.fallback_cpu(t, at);
+                        sim.set_task_cpu(t, to);
+                    }
+                    let at = sim.task(t).cpu;
+                    self.note_runnable(sim, t);
+                    // SAFETY: p is live.
+                    unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
+                    if self.ops_mask & abi::OP_RUNNABLE != 0 {
+                        // SAFETY: p is live.
+                        self.call(sim, at, Some(at), Context::Other, |f| unsafe { (f.runnable)(p, 0) });
+                    }
+                    self.enqueue_op(sim, t, at, 0);
+                    sim.kick(at);
+                }
+                TState::Blocked | TState::Dead => {}
+            }
+        }
+    }
+
     /// The dequeue of a property change (core.c: dequeue_task with
     /// DEQUEUE_SAVE, to be enqueued again with ENQUEUE_RESTORE): a queued
     /// task leaves the queue the host holds it in, or, if the program

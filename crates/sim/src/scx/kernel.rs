@@ -450,6 +450,13 @@ impl Kernel {
                     self.fail_not_allowed(t, cpu);
                     return;
                 }
+                if !self.sim().online(cpu) && self.ts(t).held_on != Some(cpu) {
+                    // ext.c, dispatch_to_local_dsq: a local queue of an
+                    // offline CPU is no error; the task goes to the global
+                    // queue (task_can_run_on_remote_rq).
+                    self.global.fifo.push_back(t);
+                    return;
+                }
                 // ext.c, SCX_ENQ_IMMED: the task goes to the local queue only
                 // if the CPU can run it at once (nothing queued there, and
                 // the CPU idle or balancing, rq_is_open); otherwise the

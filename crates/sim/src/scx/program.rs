@@ -122,6 +122,11 @@ pub mod abi {
     pub const OP_CGROUP_INIT: u32 = 1 << 14;
     pub const OP_SET_CPUMASK: u32 = 1 << 15;
     pub const OP_DEQUEUE: u32 = 1 << 16;
+    pub const OP_CPU_ONLINE: u32 = 1 << 17;
+    pub const OP_CPU_OFFLINE: u32 = 1 << 18;
+    /// wc_sim_exit's reasons (host.h, enum wc_sim_exit_why).
+    pub const EXIT_ERROR: u32 = 1;
+    pub const EXIT_HOTPLUG: u32 = 2;
     /// kernel/sched/sched.h: the flags of a property change's dequeue
     /// (sched_setaffinity, nice), DEQUEUE_SAVE | DEQUEUE_NOCLOCK.
     pub const DEQ_SAVE: u64 = 0x02;
@@ -186,6 +191,8 @@ entry_points! {
     running: unsafe extern "C" fn(TaskPtr),
     stopping: unsafe extern "C" fn(TaskPtr, u32),
     tick: unsafe extern "C" fn(TaskPtr),
+    cpu_online: unsafe extern "C" fn(c_int),
+    cpu_offline: unsafe extern "C" fn(c_int),
     update_idle: unsafe extern "C" fn(c_int, u32),
     enable: unsafe extern "C" fn(TaskPtr),
     init_task: unsafe extern "C" fn(TaskPtr, u32) -> c_int,
