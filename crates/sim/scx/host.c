@@ -1532,6 +1532,16 @@ void wc_sim_task_set_cpus(struct task_struct *p, const u64 *words, u32 nwords)
 	p->nr_cpus_allowed = n;
 }
 
+/* migrate_disable_switch and migrate_enable (kernel/sched/core.c, through
+ * set_cpus_allowed_common with SCA_MIGRATE_DISABLE / SCA_MIGRATE_ENABLE):
+ * p->cpus_ptr is cpumask_of(@cpu) (the idle task's mask holds that CPU
+ * alone) or, for @cpu < 0, the task's own cpus_mask again; cpus_mask and
+ * nr_cpus_allowed do not change. */
+void wc_sim_task_set_cpus_ptr(struct task_struct *p, s32 cpu)
+{
+	p->cpus_ptr = cpu >= 0 ? &wc_idle_tasks[cpu].p.cpus_mask : &p->cpus_mask;
+}
+
 void wc_sim_task_free(struct task_struct *p)
 {
 	struct wc_task *t = wc_task_of(p);

@@ -169,6 +169,7 @@ entry_points! {
     set_cpumask: unsafe extern "C" fn(TaskPtr),
     task_set_prio: unsafe extern "C" fn(TaskPtr, c_int, c_int, u32),
     task_set_migration_disabled: unsafe extern "C" fn(TaskPtr, u32),
+    task_set_cpus_ptr: unsafe extern "C" fn(TaskPtr, c_int),
     task_slice: unsafe extern "C" fn(TaskPtr) -> u64,
     task_set_slice: unsafe extern "C" fn(TaskPtr, u64),
     task_set_runtime: unsafe extern "C" fn(TaskPtr, u64),
