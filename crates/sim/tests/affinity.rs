@@ -315,3 +315,35 @@ fn sched_ext_calls_dequeue_only_for_a_task_the_program_holds() {
     assert!(out.partial.is_none(), "{:?}", out.partial);
     assert_eq!(out.policy_stats["nr_dequeue"], 0, "{}", out.policy_stats);
 }
+
+#[test]
+fn a_property_change_brackets_the_task_with_quiescent_and_runnable() {
+    // ext.c, dequeue_task_scx with DEQUEUE_SAVE: ops.dequeue if the program
+    // holds the task, ops.stopping if it runs, ops.quiescent with the
+    // flags; enqueue_task_scx with ENQUEUE_RESTORE: ops.runnable with the
+    // flags, then ops.enqueue for a queued task and ops.running for the
+    // running one, which goes straight back to its CPU (sticky_cpu). The
+    // fixture counts the calls out of turn (running or stopping outside
+    // runnable..quiescent, runnable or quiescent twice in a row).
+    let m = common::quiet("default");
+    let mut w = Workload::new("nice");
+    let step = || Step::Compute(us(500.0));
+    let p = w.add("t", vec![step(), Step::Nice(5), step(), Step::Nice(-5), step(), Step::SchedIdle(true), step(), Step::Exit]);
+    w.initial.push((p, "t".into(), None));
+    let (out, _) = run(&m, &broken(), w);
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let s = &out.policy_stats;
+    assert_eq!(s["nr_out_of_turn"], 0, "{s}");
+    assert_eq!((s["nr_quiescent_save"].as_u64(), s["nr_runnable_restore"].as_u64()), (Some(3), Some(3)), "{s}");
+    assert_eq!(s["nr_enqueue_restore"], 0, "a running task is not given to ops.enqueue: {s}");
+    assert_eq!((s["last_quiescent_flags"].as_u64(), s["last_runnable_flags"].as_u64()), (Some(0x0a), Some(0x0a)), "{s}");
+    // Queued children, some in the program's custody, whose allowed CPUs
+    // change: each queued one goes through ops.enqueue again.
+    let (out, _) = run(&m, &format!("{}:custody=true", broken()), children_moved_while_queued());
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let s = &out.policy_stats;
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+    assert_eq!(n("nr_out_of_turn"), 0, "{s}");
+    assert_eq!(n("nr_quiescent_save"), n("nr_runnable_restore"), "{s}");
+    assert!(n("nr_enqueue_restore") > 0 && n("nr_dequeue") <= n("nr_enqueue_restore"), "{s}");
+}

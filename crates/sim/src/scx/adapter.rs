@@ -919,7 +919,7 @@ impl Policy for ScxPolicy {
         // with SCX_DEQ_SLEEP.
         if !runnable && self.ops_mask & abi::OP_QUIESCENT != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, 1) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, abi::DEQ_SLEEP) });
         }
         if sim.task(t).migration_disabled > 0 && !exiting {
             // migrate_disable_switch runs once the CPU switches to another
@@ -1020,23 +1020,54 @@ impl Policy for ScxPolicy {
 
 impl ScxPolicy {
     /// A change of a task's properties as core.c makes one (set_user_nice,
-    /// __do_set_cpus_allowed): a queued task is dequeued (DEQUEUE_SAVE),
-    /// changed by `apply`, and enqueued again (ENQUEUE_RESTORE) on a CPU
-    /// it may use; an ejection on the way leaves it out.
+    /// __do_set_cpus_allowed): a runnable task is dequeued with
+    /// DEQUEUE_SAVE, changed by `apply`, and enqueued again with
+    /// ENQUEUE_RESTORE; an ejection on the way leaves it out. ext.c,
+    /// dequeue_task_scx: ops.dequeue if the program holds it, ops.stopping
+    /// (runnable false) if it is running, then ops.quiescent with the
+    /// flags; enqueue_task_scx: ops.runnable with the flags, then a queued
+    /// task goes to do_enqueue_task (ops.enqueue with the flags) and a
+    /// running one straight back to its CPU's local queue (sticky_cpu),
+    /// which set_next_task_scx takes it from with ops.running.
+    /// Simplified: a queued task whose CPU left its set is enqueued on its
+    /// new CPU at once, where the kernel enqueues it on the old one and
+    /// moves it (move_queued_task: no ops.runnable or ops.quiescent).
     fn change(&mut self, sim: &mut Sim, t: Tid, apply: impl FnOnce(&mut Self, &mut Sim)) {
+        let running = sim.task(t).state == TState::Running && sim.abort.is_none();
         let queued = self.dequeue_save(sim, t);
+        let cpu = sim.task(t).cpu;
+        let p = self.p(t);
+        if running {
+            Self::with_sim(&mut self.k, sim, |k| k.charge(t));
+            if self.ops_mask & abi::OP_STOPPING != 0 {
+                // SAFETY: p is live.
+                self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.stopping)(p, 0) });
+            }
+        }
+        if (running || queued) && self.ops_mask & abi::OP_QUIESCENT != 0 && sim.abort.is_none() {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, abi::DEQ_SAVE | abi::DEQ_NOCLOCK) });
+        }
         apply(self, sim);
-        if !queued || sim.abort.is_some() {
+        if !(running || queued) || sim.abort.is_some() {
             return;
         }
-        let cpu = sim.task(t).cpu;
-        if !sim.may_run(t, cpu) {
+        if queued && !sim.may_run(t, cpu) {
             let to = sim.fallback_cpu(t, cpu);
             sim.set_task_cpu(t, to);
             sim.kick(to);
         }
         let cpu = sim.task(t).cpu;
-        self.enqueue_op(sim, t, cpu, 0);
+        if self.ops_mask & abi::OP_RUNNABLE != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.runnable)(p, abi::ENQ_RESTORE) });
+        }
+        if queued {
+            self.enqueue_op(sim, t, cpu, abi::ENQ_RESTORE);
+        } else if self.ops_mask & abi::OP_RUNNING != 0 && sim.abort.is_none() {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.running)(p) });
+        }
     }
 
     /// ext.c, set_cpus_allowed_scx: ops.set_cpumask with p->cpus_ptr. Its
