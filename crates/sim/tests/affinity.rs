@@ -347,3 +347,28 @@ fn a_property_change_brackets_the_task_with_quiescent_and_runnable() {
     assert_eq!(n("nr_quiescent_save"), n("nr_runnable_restore"), "{s}");
     assert!(n("nr_enqueue_restore") > 0 && n("nr_dequeue") <= n("nr_enqueue_restore"), "{s}");
 }
+
+#[test]
+fn hunt_shrinks_a_failure_on_a_large_machine_to_the_fewest_cpus_that_fail() {
+    // The fixture never runs a task not allowed on CPU 0: on the 160-CPU E7
+    // a task allowed on CPU 1 alone stalls, as it does on any machine that
+    // has a CPU 1. The shrinker halves sockets and cores and drops SMT while
+    // the run still fails: two CPUs are left, and the machine file it gives
+    // reads back to the same machine, which fails again.
+    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let mut w = Workload::new("parked");
+    let p = w.add("t", vec![Step::Affinity([1u32].into(), false), Step::Compute(us(500.0)), Step::Exit]);
+    let q = w.add("u", vec![Step::Compute(us(500.0)), Step::Exit]);
+    w.initial.push((p, "t".into(), None));
+    w.initial.push((q, "u".into(), None));
+    let f = warmcore_sim::hunt::check(&m, &broken(), &w, 1).unwrap().expect("the parked task stalls");
+    assert_eq!(f.kind, warmcore_sim::hunt::Kind::Stall, "{}", f.what);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (small, sm, runs) = warmcore_sim::hunt::shrink(&m, &broken(), &w, 1, &f.kind, 200, &stop);
+    assert!(runs < 200, "the budget ran out");
+    assert_eq!((sm.nr_cpus, small.initial.len()), (2, 1), "{}", sm.to_toml());
+    let back = Machine::from_toml(&sm.to_toml(), "machine.toml").unwrap();
+    assert_eq!((back.nr_cpus, back.spec.sockets), (2, 1));
+    let again = warmcore_sim::hunt::check(&back, &broken(), &small, 1).unwrap();
+    assert_eq!(again.map(|f| f.kind), Some(warmcore_sim::hunt::Kind::Stall));
+}
