@@ -349,6 +349,26 @@ fn a_property_change_brackets_the_task_with_quiescent_and_runnable() {
 }
 
 #[test]
+fn sched_ext_ignores_a_dispatch_of_a_task_the_program_no_longer_holds() {
+    // ext.c, finish_dispatch: an insert from ops.dispatch takes the task
+    // only in SCX_OPSS_QUEUED with the sequence number the insert saw
+    // (SCX_OPSS_QSEQ); a task running, asleep, exited or already inserted
+    // is left alone. The fixture's `stale` mode inserts the task it
+    // dispatched last again at every ops.dispatch: the runs are those of
+    // the program without it, task for task and event for event.
+    let m = common::quiet("default");
+    let custody = format!("{}:custody=true", broken());
+    for w in [narrowed(6, &[0, 1]), children_moved_while_queued()] {
+        let (out, evs) = run(&m, &format!("{custody},stale=true"), w.clone());
+        assert!(out.partial.is_none(), "{:?}", out.partial);
+        let (_, plain) = run(&m, &custody, w);
+        assert!(evs == plain, "a stale insert changed the run: {}", out.policy_stats);
+    }
+    let (out, _) = run(&m, &format!("{custody},stale=true"), narrowed(6, &[0, 1]));
+    assert!(out.policy_stats["nr_stale_inserts"].as_u64() > Some(10), "{}", out.policy_stats);
+}
+
+#[test]
 fn hunt_shrinks_a_failure_on_a_large_machine_to_the_fewest_cpus_that_fail() {
     // The fixture never runs a task not allowed on CPU 0: on the 160-CPU E7
     // a task allowed on CPU 1 alone stalls, as it does on any machine that
