@@ -88,6 +88,7 @@ bench: build
 	@scripts/bench-view.sh
 	@scripts/bench-sweep.sh
 	@scripts/bench-sched.sh
+	@scripts/bench-hunt.sh
 
 clean:
 	$(CARGO) clean

@@ -98,6 +98,10 @@ pub fn run(a: HuntArgs) -> Result<()> {
     let next = AtomicU64::new(a.start);
     let first_fail = AtomicU64::new(u64::MAX);
     let sim_ns = AtomicU64::new(0);
+    // Wall time spent building the policy and running the simulator, the
+    // part `warmcore sim` would spend on the same runs: the rest of the
+    // hunt's wall time is its own (make bench's reliability figures).
+    let check_wall_ns = AtomicU64::new(0);
     let done: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
     let found: Mutex<Vec<(Case, Failure)>> = Mutex::new(Vec::new());
     let skipped: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -115,7 +119,10 @@ pub fn run(a: HuntArgs) -> Result<()> {
                 }
                 let case = hunt::generate(a.seed, i, &shapes);
                 let m = &machines[names.iter().position(|n| *n == case.machine).unwrap_or(0)];
-                match hunt::check_timed(m, policy, &case.workload, case.seed) {
+                let t = Instant::now();
+                let checked = hunt::check_timed(m, policy, &case.workload, case.seed);
+                check_wall_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                match checked {
                     Ok((None, ns)) => {
                         sim_ns.fetch_add(ns, Ordering::SeqCst);
                     }
@@ -168,6 +175,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
         "runs": done.len(),
         "simulated_s": sim_s,
         "wall_s": t0.elapsed().as_secs_f64(),
+        "simulator_wall_s": check_wall_ns.load(Ordering::SeqCst) as f64 * 1e-9,
         "refused": skipped.lock().unwrap().len(),
         "failure": null,
     });
@@ -203,8 +211,9 @@ pub fn run(a: HuntArgs) -> Result<()> {
 }
 
 /// Shrink a failure and write it out: run-N/original.toml (the generated
-/// workload), repro.toml (the shrunk one), repro.wct (its trace) and
-/// failure.txt (the summary and the command that replays it). The one-line
+/// workload), repro.toml (the shrunk one), machine.toml (the machine when
+/// shrinking took CPUs away), repro.wct (its trace) and failure.txt (the
+/// summary and the command that replays it). The one-line
 /// summary, and the directory.
 fn report(a: &HuntArgs, case: &Case, f: &Failure, m: &Machine, stop: &AtomicBool) -> Result<(String, PathBuf)> {
     let dir = a.out.join(format!("run-{}", case.index));
@@ -216,10 +225,12 @@ fn report(a: &HuntArgs, case: &Case, f: &Failure, m: &Machine, stop: &AtomicBool
     };
     write("original.toml", &warmcore_sim::wfile::to_toml(&case.workload).map_err(anyhow::Error::msg)?)?;
     eprintln!("hunt: run {} failed ({}): {}; shrinking", case.index, f.kind.name(), f.what);
-    let (small, runs) = hunt::shrink(m, &a.policy, &case.workload, case.seed, &f.kind, a.shrink_runs, stop);
+    let (small, sm, runs) = hunt::shrink(m, &a.policy, &case.workload, case.seed, &f.kind, a.shrink_runs, stop);
     let repro = write("repro.toml", &warmcore_sim::wfile::to_toml(&small).map_err(anyhow::Error::msg)?)?;
+    let machine_file = if sm.nr_cpus < m.nr_cpus { Some(write("machine.toml", &sm.to_toml())?) } else { None };
+    let machine = machine_file.as_ref().map_or(case.machine.clone(), |p| p.to_string_lossy().into_owned());
     // The reproducer replayed as `warmcore sim` runs it, with its trace.
-    let mut cfg = RunConfig::new(&case.machine, &repro.to_string_lossy(), &a.policy, "powersave", case.seed);
+    let mut cfg = RunConfig::new(&machine, &repro.to_string_lossy(), &a.policy, "powersave", case.seed);
     cfg.trace = Some(dir.join("repro.wct"));
     cfg.limits.max_sim_ns = hunt::RUN_LIMIT_NS;
     let replay = warmcore_sim::run(&cfg);
@@ -230,7 +241,7 @@ fn report(a: &HuntArgs, case: &Case, f: &Failure, m: &Machine, stop: &AtomicBool
     };
     let command = format!(
         "warmcore sim --machine {} --policy {} --workload {} --seed {}",
-        case.machine,
+        machine_file.as_deref().map_or(case.machine.clone(), quote),
         a.policy,
         quote(&repro),
         case.seed
@@ -241,11 +252,13 @@ fn report(a: &HuntArgs, case: &Case, f: &Failure, m: &Machine, stop: &AtomicBool
         None => (f.what.clone(), "; the shrunk workload does not fail the same way when replayed: the generated one does (original.toml)".into()),
     };
     let line = format!(
-        "{}: {} ({} of {} tasks left after {} shrinking runs{note})",
+        "{}: {} ({} of {} tasks and {} of {} CPUs left after {} shrinking runs{note})",
         f.kind.name(),
         what,
         small.initial.len(),
         case.workload.initial.len(),
+        sm.nr_cpus,
+        m.nr_cpus,
         runs
     );
     write("failure.txt", &format!("{line}\nreplay: {command}\n"))?;

@@ -855,9 +855,16 @@ static u32 wc_enq_of(u64 enq_flags)
 	       (enq_flags & SCX_ENQ_CPU_SELECTED ? WC_SIM_ENQ_CPU_SELECTED : 0);
 }
 
+/* kernel/sched/sched.h: the enqueue flags of a property change
+ * (set_user_nice, __do_set_cpus_allowed), which ext.c passes on as they
+ * are (no SCX_ENQ_* names them). */
+#define WC_ENQUEUE_RESTORE 0x02
+#define WC_ENQUEUE_NOCLOCK 0x08
+
 static u64 wc_kernel_enq(u32 enq)
 {
-	return (enq & WC_SIM_ENQ_WAKEUP ? SCX_ENQ_WAKEUP : 0) |
+	return (enq & WC_SIM_ENQ_RESTORE ? WC_ENQUEUE_RESTORE | WC_ENQUEUE_NOCLOCK : 0) |
+	       (enq & WC_SIM_ENQ_WAKEUP ? SCX_ENQ_WAKEUP : 0) |
 	       (enq & WC_SIM_ENQ_HEAD ? SCX_ENQ_HEAD : 0) |
 	       (enq & WC_SIM_ENQ_PREEMPT ? SCX_ENQ_PREEMPT : 0) |
 	       (enq & WC_SIM_ENQ_LAST ? SCX_ENQ_LAST : 0) |
@@ -1532,6 +1539,16 @@ void wc_sim_task_set_cpus(struct task_struct *p, const u64 *words, u32 nwords)
 	p->nr_cpus_allowed = n;
 }
 
+/* migrate_disable_switch and migrate_enable (kernel/sched/core.c, through
+ * set_cpus_allowed_common with SCA_MIGRATE_DISABLE / SCA_MIGRATE_ENABLE):
+ * p->cpus_ptr is cpumask_of(@cpu) (the idle task's mask holds that CPU
+ * alone) or, for @cpu < 0, the task's own cpus_mask again; cpus_mask and
+ * nr_cpus_allowed do not change. */
+void wc_sim_task_set_cpus_ptr(struct task_struct *p, s32 cpu)
+{
+	p->cpus_ptr = cpu >= 0 ? &wc_idle_tasks[cpu].p.cpus_mask : &p->cpus_mask;
+}
+
 void wc_sim_task_free(struct task_struct *p)
 {
 	struct wc_task *t = wc_task_of(p);
@@ -1666,10 +1683,11 @@ void wc_sim_runnable(struct task_struct *p, u32 enq)
 	WC_CALL(runnable, (u64)p, wc_kernel_enq(enq));
 }
 
-/* ops.quiescent with SCX_DEQ_SLEEP (@sleep) or no flag. */
-void wc_sim_quiescent(struct task_struct *p, u32 sleep)
+/* ops.quiescent with the kernel's dequeue flags (core.c's DEQUEUE_*:
+ * SCX_DEQ_SLEEP is DEQUEUE_SLEEP). */
+void wc_sim_quiescent(struct task_struct *p, u64 deq)
 {
-	WC_CALL(quiescent, (u64)p, sleep ? (u64)SCX_DEQ_SLEEP : 0);
+	WC_CALL(quiescent, (u64)p, deq);
 }
 
 /* ops.dequeue with the kernel's dequeue flags (core.c's DEQUEUE_*). */

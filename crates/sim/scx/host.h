@@ -35,6 +35,8 @@ enum wc_sim_enq {
 	WC_SIM_ENQ_IMMED = 32,
 	/* Handed back by the kernel (an IMMED insert that could not run). */
 	WC_SIM_ENQ_REENQ = 64,
+	/* A property change's enqueue (ENQUEUE_RESTORE | ENQUEUE_NOCLOCK). */
+	WC_SIM_ENQ_RESTORE = 128,
 };
 
 /* Kick flags (SCX_KICK_*). */

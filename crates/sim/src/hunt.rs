@@ -281,8 +281,9 @@ pub fn kind_of(what: &str, ejected: bool) -> Kind {
 
 /// The smallest workload found that still fails as `kind` does: greedy
 /// delta debugging over the initial tasks, then each program's steps, then
-/// the repeat counts, until nothing more can go or `budget` runs are spent.
-/// Programs no task runs any more are dropped.
+/// the repeat counts, until nothing more can go or `budget` runs are spent;
+/// then the fewest CPUs it still fails on (`smaller`), and the machine of
+/// those. Programs no task runs any more are dropped.
 /// `stop` ends the search early with what it has.
 pub fn shrink(
     machine: &Machine,
@@ -292,18 +293,19 @@ pub fn shrink(
     kind: &Kind,
     budget: u32,
     stop: &std::sync::atomic::AtomicBool,
-) -> (Workload, u32) {
+) -> (Workload, Machine, u32) {
     let mut best = w.clone();
     let mut runs = 0;
     let budget = budget.max(1);
-    let fails = |cand: &Workload, runs: &mut u32| -> bool {
+    let fails_on = |m: &Machine, cand: &Workload, runs: &mut u32| -> bool {
         *runs += 1;
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             *runs = budget;
             return false;
         }
-        cand.validate().is_ok() && matches!(check(machine, policy, cand, seed), Ok(Some(f)) if f.kind == *kind)
+        cand.validate().is_ok() && matches!(check(m, policy, cand, seed), Ok(Some(f)) if f.kind == *kind)
     };
+    let fails = |cand: &Workload, runs: &mut u32| fails_on(machine, cand, runs);
     loop {
         let mut changed = false;
         // Tasks: halves first, then one by one.
@@ -365,7 +367,48 @@ pub fn shrink(
             break;
         }
     }
-    (prune(&best), runs)
+    let best = prune(&best);
+    let mut m = machine.clone();
+    'cpus: while runs < budget {
+        for cand in smaller(&m) {
+            if runs >= budget {
+                break 'cpus;
+            }
+            if fails_on(&cand, &best, &mut runs) {
+                m = cand;
+                continue 'cpus;
+            }
+        }
+        break;
+    }
+    (best, m, runs)
+}
+
+/// Machines like `m` with fewer CPUs, largest cut first: half its sockets,
+/// half its cores per socket (one die if the dies no longer divide them),
+/// no SMT. A workload's CPUs the machine lacks are dropped from its masks
+/// (none left: the step changes nothing), as on any machine.
+pub fn smaller(m: &Machine) -> Vec<Machine> {
+    let s = &m.spec;
+    let mut cuts: Vec<crate::machine::MachineSpec> = Vec::new();
+    if s.sockets > 1 {
+        cuts.push(crate::machine::MachineSpec { sockets: s.sockets / 2, ..s.clone() });
+    }
+    if s.cores_per_socket > 1 {
+        let cores = s.cores_per_socket / 2;
+        let dies = if cores.is_multiple_of(s.dies_per_socket) { s.dies_per_socket } else { 1 };
+        cuts.push(crate::machine::MachineSpec { cores_per_socket: cores, dies_per_socket: dies, ..s.clone() });
+    }
+    if s.threads_per_core > 1 {
+        cuts.push(crate::machine::MachineSpec { threads_per_core: 1, ..s.clone() });
+    }
+    cuts.into_iter()
+        .filter_map(|mut spec| {
+            let cpus = spec.sockets * spec.cores_per_socket * spec.threads_per_core;
+            spec.description = format!("{} with {cpus} of its CPUs (a hunt's reproducer)", s.name);
+            Machine::new(spec).ok()
+        })
+        .collect()
 }
 
 /// The workload without the programs no task runs, forks or repeats.

@@ -4,7 +4,7 @@
 //! A machine is a TOML file (machines/*.toml); the papers' machines are built
 //! in as presets. Every figure in a preset says where it comes from.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use warmcore_trace::{CpuTopo, Machine as TraceMachine};
 
 use crate::SimError;
@@ -26,7 +26,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 /// The highest frequency a machine file may give, in MHz: 100 GHz.
 pub const MAX_MHZ: u32 = 100_000;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DvfsSpec {
     pub hw_sample_us: u64,
@@ -60,7 +60,7 @@ pub struct DvfsSpec {
 }
 
 /// A cpufreq driver, by the name the kernel gives its module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Driver {
     /// Active mode under powersave and performance, passive (intel_cpufreq)
     /// under schedutil; an EPP with HWP.
@@ -85,7 +85,7 @@ impl Driver {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdleState {
     pub name: String,
@@ -95,7 +95,7 @@ pub struct IdleState {
     pub power_w: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerSpec {
     pub static_w_per_socket: f64,
@@ -108,7 +108,7 @@ pub struct PowerSpec {
 /// The machine's own background tasks: daemons that sleep, wake on a timer,
 /// run briefly and sleep again, whatever the workload does (docs/model.md,
 /// Background tasks). They never keep a run going.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackgroundSpec {
     pub daemons: u32,
@@ -119,7 +119,7 @@ pub struct BackgroundSpec {
     pub run_us: f64,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineSpec {
     pub name: String,
@@ -197,6 +197,11 @@ impl Machine {
             "unknown machine '{name_or_path}'; valid: {} (or a path to a .toml file)",
             Machine::preset_names().join(", ")
         )))
+    }
+
+    /// The machine file of this machine, which `from_toml` reads back.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.spec).expect("a machine's spec has a TOML form")
     }
 
     pub fn from_toml(text: &str, origin: &str) -> Result<Machine, SimError> {

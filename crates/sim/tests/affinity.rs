@@ -315,3 +315,80 @@ fn sched_ext_calls_dequeue_only_for_a_task_the_program_holds() {
     assert!(out.partial.is_none(), "{:?}", out.partial);
     assert_eq!(out.policy_stats["nr_dequeue"], 0, "{}", out.policy_stats);
 }
+
+#[test]
+fn a_property_change_brackets_the_task_with_quiescent_and_runnable() {
+    // ext.c, dequeue_task_scx with DEQUEUE_SAVE: ops.dequeue if the program
+    // holds the task, ops.stopping if it runs, ops.quiescent with the
+    // flags; enqueue_task_scx with ENQUEUE_RESTORE: ops.runnable with the
+    // flags, then ops.enqueue for a queued task and ops.running for the
+    // running one, which goes straight back to its CPU (sticky_cpu). The
+    // fixture counts the calls out of turn (running or stopping outside
+    // runnable..quiescent, runnable or quiescent twice in a row).
+    let m = common::quiet("default");
+    let mut w = Workload::new("nice");
+    let step = || Step::Compute(us(500.0));
+    let p = w.add("t", vec![step(), Step::Nice(5), step(), Step::Nice(-5), step(), Step::SchedIdle(true), step(), Step::Exit]);
+    w.initial.push((p, "t".into(), None));
+    let (out, _) = run(&m, &broken(), w);
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let s = &out.policy_stats;
+    assert_eq!(s["nr_out_of_turn"], 0, "{s}");
+    assert_eq!((s["nr_quiescent_save"].as_u64(), s["nr_runnable_restore"].as_u64()), (Some(3), Some(3)), "{s}");
+    assert_eq!(s["nr_enqueue_restore"], 0, "a running task is not given to ops.enqueue: {s}");
+    assert_eq!((s["last_quiescent_flags"].as_u64(), s["last_runnable_flags"].as_u64()), (Some(0x0a), Some(0x0a)), "{s}");
+    // Queued children, some in the program's custody, whose allowed CPUs
+    // change: each queued one goes through ops.enqueue again.
+    let (out, _) = run(&m, &format!("{}:custody=true", broken()), children_moved_while_queued());
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let s = &out.policy_stats;
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+    assert_eq!(n("nr_out_of_turn"), 0, "{s}");
+    assert_eq!(n("nr_quiescent_save"), n("nr_runnable_restore"), "{s}");
+    assert!(n("nr_enqueue_restore") > 0 && n("nr_dequeue") <= n("nr_enqueue_restore"), "{s}");
+}
+
+#[test]
+fn sched_ext_ignores_a_dispatch_of_a_task_the_program_no_longer_holds() {
+    // ext.c, finish_dispatch: an insert from ops.dispatch takes the task
+    // only in SCX_OPSS_QUEUED with the sequence number the insert saw
+    // (SCX_OPSS_QSEQ); a task running, asleep, exited or already inserted
+    // is left alone. The fixture's `stale` mode inserts the task it
+    // dispatched last again at every ops.dispatch: the runs are those of
+    // the program without it, task for task and event for event.
+    let m = common::quiet("default");
+    let custody = format!("{}:custody=true", broken());
+    for w in [narrowed(6, &[0, 1]), children_moved_while_queued()] {
+        let (out, evs) = run(&m, &format!("{custody},stale=true"), w.clone());
+        assert!(out.partial.is_none(), "{:?}", out.partial);
+        let (_, plain) = run(&m, &custody, w);
+        assert!(evs == plain, "a stale insert changed the run: {}", out.policy_stats);
+    }
+    let (out, _) = run(&m, &format!("{custody},stale=true"), narrowed(6, &[0, 1]));
+    assert!(out.policy_stats["nr_stale_inserts"].as_u64() > Some(10), "{}", out.policy_stats);
+}
+
+#[test]
+fn hunt_shrinks_a_failure_on_a_large_machine_to_the_fewest_cpus_that_fail() {
+    // The fixture never runs a task not allowed on CPU 0: on the 160-CPU E7
+    // a task allowed on CPU 1 alone stalls, as it does on any machine that
+    // has a CPU 1. The shrinker halves sockets and cores and drops SMT while
+    // the run still fails: two CPUs are left, and the machine file it gives
+    // reads back to the same machine, which fails again.
+    let m = Machine::load("xeon-e7-8870v4").unwrap();
+    let mut w = Workload::new("parked");
+    let p = w.add("t", vec![Step::Affinity([1u32].into(), false), Step::Compute(us(500.0)), Step::Exit]);
+    let q = w.add("u", vec![Step::Compute(us(500.0)), Step::Exit]);
+    w.initial.push((p, "t".into(), None));
+    w.initial.push((q, "u".into(), None));
+    let f = warmcore_sim::hunt::check(&m, &broken(), &w, 1).unwrap().expect("the parked task stalls");
+    assert_eq!(f.kind, warmcore_sim::hunt::Kind::Stall, "{}", f.what);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (small, sm, runs) = warmcore_sim::hunt::shrink(&m, &broken(), &w, 1, &f.kind, 200, &stop);
+    assert!(runs < 200, "the budget ran out");
+    assert_eq!((sm.nr_cpus, small.initial.len()), (2, 1), "{}", sm.to_toml());
+    let back = Machine::from_toml(&sm.to_toml(), "machine.toml").unwrap();
+    assert_eq!((back.nr_cpus, back.spec.sockets), (2, 1));
+    let again = warmcore_sim::hunt::check(&back, &broken(), &small, 1).unwrap();
+    assert_eq!(again.map(|f| f.kind), Some(warmcore_sim::hunt::Kind::Stall));
+}

@@ -179,3 +179,63 @@ fn sched_ext_refuses_to_move_a_migration_disabled_task_to_another_cpus_local_que
     let (out, _) = run(&m, &format!("{}:ignore_affinity=true,alternate=true", broken()), w);
     assert!(out.partial.is_none(), "{:?}", out.partial);
 }
+
+/// The fixture's counts of ops.set_cpumask: (calls, calls with a one-CPU
+/// mask, the last mask's weight), and whether the run ended cleanly.
+fn cpumask_calls(m: &Machine, policy: &str, w: Workload) -> (u64, u64, u64) {
+    let (out, evs) = run(m, policy, w);
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    for pid in pids(&evs) {
+        let on = ran_on(&evs, pid);
+        assert!(on.windows(2).all(|w| w[0] == w[1]), "{pid} left its CPU in its section: {on:?}");
+    }
+    let s = &out.policy_stats;
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+    (n("nr_set_cpumask"), n("nr_one_cpu_masks"), n("last_weight"))
+}
+
+#[test]
+fn sched_ext_sees_the_one_cpu_mask_while_a_section_is_switched_out() {
+    // core.c, migrate_disable_switch: a task switched out in a section has
+    // p->cpus_ptr narrowed to its CPU (SCA_MIGRATE_DISABLE), once, and
+    // ext.c's set_cpus_allowed_scx tells ops.set_cpumask; migrate_enable
+    // gives its own mask back (SCA_MIGRATE_ENABLE), told again. A section
+    // never switched out changes nothing (migrate_disable alone does not).
+    let m = common::quiet("default");
+    let nap = || Step::Sleep(Amount::fixed(1e6));
+    let one = |steps: Vec<Step>| {
+        let mut w = Workload::new("md");
+        let p = w.add("t", steps);
+        w.initial.push((p, "t".into(), None));
+        w
+    };
+    let sleeps = one(vec![
+        Step::MigrateDisable,
+        Step::Compute(ms(1.0)),
+        nap(),
+        Step::Compute(ms(1.0)),
+        nap(),
+        Step::Compute(ms(1.0)),
+        Step::MigrateEnable,
+        Step::Exit,
+    ]);
+    // The fixture's custody mode runs a task on any CPU its mask allows.
+    let custody = format!("{}:custody=true", broken());
+    assert_eq!(cpumask_calls(&m, &custody, sleeps), (2, 1, 16));
+    let runs = one(vec![Step::MigrateDisable, Step::Compute(ms(1.0)), Step::MigrateEnable, Step::Exit]);
+    assert_eq!(cpumask_calls(&m, &custody, runs), (0, 0, 0));
+    // Preempted in its section (three tasks on two CPUs, 20 ms slices): the
+    // narrowing waits for the CPU to run another task, the program holds
+    // the task meanwhile (custody, SCX_OPS_ENQ_MIGRATION_DISABLED) and
+    // gets it back through ops.dequeue and ops.enqueue (DEQUEUE_SAVE,
+    // ENQUEUE_RESTORE), and every task ends on the CPU it started on.
+    let m = common::quiet("core2duo-e8400");
+    let mut w = Workload::new("md3");
+    let p = w.add("t", vec![Step::MigrateDisable, Step::Compute(ms(60.0)), Step::MigrateEnable, Step::Exit]);
+    for i in 0..3 {
+        w.initial.push((p, format!("t{i}"), None));
+    }
+    let (calls, narrowed, last) = cpumask_calls(&m, &custody, w);
+    assert!(narrowed > 0, "no task was switched out in its section");
+    assert_eq!((calls, last), (2 * narrowed, 2));
+}

@@ -30,6 +30,9 @@ pub struct ScxPolicy {
     /// whether a balance already ran for the switch in progress.
     prev: Vec<Option<Tid>>,
     balanced: Vec<Option<bool>>,
+    /// Per CPU: a migration-disabled task preempted there, whose
+    /// migrate_disable_switch waits for the CPU to run another task.
+    switched_out: Vec<Option<Tid>>,
     warmers: bool,
     pmqos: Option<PmQos>,
     /// What loading the program again takes, and how many times the
@@ -286,6 +289,7 @@ impl ScxPolicy {
             watchdog: None,
             prev: vec![None; n],
             balanced: vec![None; n],
+            switched_out: vec![None; n],
             warmers: warm == NestWarm::Threads,
             pmqos: match settings {
                 Some(s) if warm == NestWarm::Pmqos => Some(PmQos { seen: vec![None; n], timer: None, settings: s }),
@@ -676,7 +680,7 @@ impl Policy for ScxPolicy {
             self.k.tasks.resize_with(t as usize + 1, || None);
         }
         self.k.tasks[t as usize] =
-            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, held_on: None, direct: None, selected: false, runnable_at: None, custody: false });
+            Some(TaskState { p, runtime: 0, charged_at: 0, pinned, cpus: None, held_on: None, direct: None, selected: false, runnable_at: None, custody: false, one_cpu: false });
         self.k.pid_tid.insert(pid, t);
         if prio_set {
             self.set_prio(sim, t);
@@ -712,55 +716,42 @@ impl Policy for ScxPolicy {
     }
 
     // The program defines no ops.set_weight: the kernel only updates the
-    // task's weight, which the program reads when it charges a run; a
-    // queued task is dequeued and enqueued again around it (set_user_nice).
+    // task's weight, which the program reads when it charges a run
+    // (set_user_nice).
     fn set_nice(&mut self, sim: &mut Sim, t: Tid) {
-        let queued = self.dequeue_save(sim, t);
-        self.set_prio(sim, t);
-        if queued {
-            let cpu = sim.task(t).cpu;
-            self.enqueue_op(sim, t, cpu, 0);
-        }
+        self.change(sim, t, |s, sim| s.set_prio(sim, t));
     }
 
     /// migrate_disable and migrate_enable: p->migration_disabled, and the
-    /// kernel's side holds the task to its CPU meanwhile.
+    /// kernel's side holds the task to its CPU meanwhile. migrate_enable
+    /// gives back a mask narrowed at a switch-out (core.c: when
+    /// `p->cpus_ptr != &p->cpus_mask`, __set_cpus_allowed_ptr with
+    /// SCA_MIGRATE_ENABLE, so ops.set_cpumask with the task's own mask)
+    /// before it clears p->migration_disabled.
     fn set_migration_disabled(&mut self, sim: &mut Sim, t: Tid) {
         let task = sim.task(t);
         let (depth, cpu) = (task.migration_disabled, task.cpu);
+        if depth == 0 && self.k.ts(t).one_cpu {
+            self.change(sim, t, |s, sim| s.set_cpus_ptr(sim, t, None));
+        }
         self.k.ts_mut(t).held_on = (depth > 0).then_some(cpu);
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_migration_disabled)(self.p(t), depth) };
     }
 
     /// core.c, __do_set_cpus_allowed: the mask changes (set_cpus_allowed_scx
-    /// calls ops.set_cpumask); a queued task is dequeued and enqueued again
-    /// (DEQUEUE_SAVE, ENQUEUE_RESTORE), on an allowed CPU if its own left the
-    /// set (affine_move_task, move_queued_task): taken out of the queue that
-    /// holds it and handed to ops.enqueue. A running task is moved by the
+    /// calls ops.set_cpumask) inside a property change (`change`), which
+    /// puts a queued task on an allowed CPU if its own left the set
+    /// (affine_move_task, move_queued_task). A running task is moved by the
     /// engine; a sleeping one is placed at its wake-up.
     fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
-        let queued = self.dequeue_save(sim, t);
-        // A daemon pinned to a CPU going offline loses its pin
-        // (select_fallback_rq, hotplug.rs).
-        self.k.ts_mut(t).pinned = sim.task(t).pinned;
-        self.copy_cpus(sim, t);
-        let p = self.p(t);
-        let cpu = sim.task(t).cpu;
-        if self.ops_mask & abi::OP_SET_CPUMASK != 0 {
-            // SAFETY: p is live.
-            self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
-        }
-        if !queued || sim.abort.is_some() {
-            return;
-        }
-        if !sim.may_run(t, cpu) {
-            let to = sim.fallback_cpu(t, cpu);
-            sim.set_task_cpu(t, to);
-            sim.kick(to);
-        }
-        let cpu = sim.task(t).cpu;
-        self.enqueue_op(sim, t, cpu, 0);
+        self.change(sim, t, |s, sim| {
+            // A daemon pinned to a CPU going offline loses its pin
+            // (select_fallback_rq, hotplug.rs).
+            s.k.ts_mut(t).pinned = sim.task(t).pinned;
+            s.copy_cpus(sim, t);
+            s.tell_cpumask(sim, t);
+        });
     }
 
     fn exit_task(&mut self, sim: &mut Sim, t: Tid) {
@@ -920,6 +911,9 @@ impl Policy for ScxPolicy {
         s.charged_at = now;
         let p = s.p;
         self.prev[cpu as usize] = None;
+        if let Some(u) = self.switched_out[cpu as usize].take().filter(|&u| u != t) {
+            self.migrate_disable_switch(sim, u);
+        }
         // SAFETY: p is live.
         unsafe { (self.prog.f.task_set_state)(p, 1, 0) };
         if self.ops_mask & abi::OP_RUNNING != 0 {
@@ -950,7 +944,18 @@ impl Policy for ScxPolicy {
         // with SCX_DEQ_SLEEP.
         if !runnable && self.ops_mask & abi::OP_QUIESCENT != 0 {
             // SAFETY: p is live.
-            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, 1) });
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, abi::DEQ_SLEEP) });
+        }
+        if sim.task(t).migration_disabled > 0 && !exiting {
+            // migrate_disable_switch runs once the CPU switches to another
+            // task: now for a task that blocks, at the next task's start (or
+            // the CPU's idling) for a preempted one, which may run again
+            // at once (prev == next: no switch).
+            if runnable {
+                self.switched_out[cpu as usize] = Some(t);
+            } else {
+                self.migrate_disable_switch(sim, t);
+            }
         }
     }
 
@@ -976,6 +981,9 @@ impl Policy for ScxPolicy {
         // An offline CPU is in no idle mask the program sees.
         self.k.set_idle(cpu, idle && sim.online(cpu));
         let c = cpu as usize;
+        if let Some(u) = self.switched_out[c].take().filter(|_| idle) {
+            self.migrate_disable_switch(sim, u);
+        }
         if self.k.told_idle[c] == idle {
             return;
         }
@@ -1185,6 +1193,92 @@ impl ScxPolicy {
                 TState::Blocked | TState::Dead => {}
             }
         }
+    }
+
+    /// A change of a task's properties as core.c makes one (set_user_nice,
+    /// __do_set_cpus_allowed): a runnable task is dequeued with
+    /// DEQUEUE_SAVE, changed by `apply`, and enqueued again with
+    /// ENQUEUE_RESTORE; an ejection on the way leaves it out. ext.c,
+    /// dequeue_task_scx: ops.dequeue if the program holds it, ops.stopping
+    /// (runnable false) if it is running, then ops.quiescent with the
+    /// flags; enqueue_task_scx: ops.runnable with the flags, then a queued
+    /// task goes to do_enqueue_task (ops.enqueue with the flags) and a
+    /// running one straight back to its CPU's local queue (sticky_cpu),
+    /// which set_next_task_scx takes it from with ops.running.
+    /// Simplified: a queued task whose CPU left its set is enqueued on its
+    /// new CPU at once, where the kernel enqueues it on the old one and
+    /// moves it (move_queued_task: no ops.runnable or ops.quiescent).
+    fn change(&mut self, sim: &mut Sim, t: Tid, apply: impl FnOnce(&mut Self, &mut Sim)) {
+        let running = sim.task(t).state == TState::Running && sim.abort.is_none();
+        let queued = self.dequeue_save(sim, t);
+        let cpu = sim.task(t).cpu;
+        let p = self.p(t);
+        if running {
+            Self::with_sim(&mut self.k, sim, |k| k.charge(t));
+            if self.ops_mask & abi::OP_STOPPING != 0 {
+                // SAFETY: p is live.
+                self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.stopping)(p, 0) });
+            }
+        }
+        if (running || queued) && self.ops_mask & abi::OP_QUIESCENT != 0 && sim.abort.is_none() {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.quiescent)(p, abi::DEQ_SAVE | abi::DEQ_NOCLOCK) });
+        }
+        apply(self, sim);
+        if !(running || queued) || sim.abort.is_some() {
+            return;
+        }
+        if queued && !sim.may_run(t, cpu) {
+            let to = sim.fallback_cpu(t, cpu);
+            sim.set_task_cpu(t, to);
+            sim.kick(to);
+        }
+        let cpu = sim.task(t).cpu;
+        if self.ops_mask & abi::OP_RUNNABLE != 0 {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.runnable)(p, abi::ENQ_RESTORE) });
+        }
+        if queued {
+            self.enqueue_op(sim, t, cpu, abi::ENQ_RESTORE);
+        } else if self.ops_mask & abi::OP_RUNNING != 0 && sim.abort.is_none() {
+            // SAFETY: p is live.
+            self.call(sim, cpu, Some(cpu), Context::Other, |f| unsafe { (f.running)(p) });
+        }
+    }
+
+    /// ext.c, set_cpus_allowed_scx: ops.set_cpumask with p->cpus_ptr. Its
+    /// SCX_CALL_OP_TASK names no locked run queue (NULL), though the
+    /// caller holds the task's: kfuncs that need one act as unlocked.
+    fn tell_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        if self.ops_mask & abi::OP_SET_CPUMASK != 0 {
+            let p = self.p(t);
+            let cpu = sim.task(t).cpu;
+            // SAFETY: p is live.
+            self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.set_cpumask)(p) });
+        }
+    }
+
+    /// p->cpus_ptr of a migration-disabled task: cpumask_of(`one`), or its
+    /// own mask again (None), and the program told.
+    fn set_cpus_ptr(&mut self, sim: &mut Sim, t: Tid, one: Option<u32>) {
+        // SAFETY: p is live; the CPU is the machine's.
+        unsafe { (self.prog.f.task_set_cpus_ptr)(self.p(t), one.map_or(-1, |c| c as c_int)) };
+        self.k.ts_mut(t).one_cpu = one.is_some();
+        self.tell_cpumask(sim, t);
+    }
+
+    /// core.c, migrate_disable_switch: a task switched out of its CPU in a
+    /// migration-disabled section has its p->cpus_ptr narrowed to that CPU
+    /// (__do_set_cpus_allowed with SCA_MIGRATE_DISABLE), once per section
+    /// (not while `p->cpus_ptr != &p->cpus_mask`).
+    fn migrate_disable_switch(&mut self, sim: &mut Sim, t: Tid) {
+        let task = sim.task(t);
+        let known = self.k.tasks[t as usize].as_ref().is_some_and(|s| !s.one_cpu);
+        if task.migration_disabled == 0 || task.state == TState::Dead || !known {
+            return;
+        }
+        let cpu = task.cpu;
+        self.change(sim, t, |s, sim| s.set_cpus_ptr(sim, t, Some(cpu)));
     }
 
     /// The dequeue of a property change (core.c: dequeue_task with

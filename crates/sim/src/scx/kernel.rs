@@ -29,6 +29,10 @@ pub(super) struct TaskState {
     /// Held by the program: ops.enqueue kept it without inserting it into
     /// a queue, and no insert has taken it since (ext.c, SCX_OPSS_QUEUED).
     pub(super) custody: bool,
+    /// p->cpus_ptr is the one CPU it was switched out of in a
+    /// migration-disabled section (migrate_disable_switch), until its
+    /// migrate_enable.
+    pub(super) one_cpu: bool,
 }
 
 /// Whether task `t` may run on `cpu` (a task the program no longer knows

@@ -70,6 +70,16 @@ pub(super) extern "C" fn k_dsq_insert(ctx: *mut c_void, t: u32, kind: u32, id: u
         k.ts_mut(t).direct = Some((kind, id, enq, vtime));
         return;
     }
+    // ext.c, finish_dispatch: an insert from ops.dispatch takes effect only
+    // while the program still holds the task (SCX_OPSS_QUEUED with the
+    // sequence number the insert saw, SCX_OPSS_QSEQ); a task dequeued,
+    // running, already inserted or asleep is ignored. The simulator's CPUs
+    // act one at a time, so no dequeue and re-enqueue can fall between an
+    // insert and its flush: the number always matches, and the state
+    // decides.
+    if matches!(k.context, Context::Dispatch(_)) && !k.ts(t).custody {
+        return;
+    }
     k.insert(t, kind, id, vtime, enq);
 }
 pub(super) extern "C" fn k_dsq_move_to_local(ctx: *mut c_void, kind: u32, id: u64) -> c_int {

@@ -100,6 +100,7 @@ pub mod abi {
     pub const ENQ_CPU_SELECTED: u32 = 16;
     pub const ENQ_IMMED: u32 = 32;
     pub const ENQ_REENQ: u32 = 64;
+    pub const ENQ_RESTORE: u32 = 128;
     pub const KICK_PREEMPT: u32 = 2;
     pub const PICK_CORE: u32 = 1;
     pub const PICK_IN_NODE: u32 = 2;
@@ -127,8 +128,10 @@ pub mod abi {
     /// wc_sim_exit's reasons (host.h, enum wc_sim_exit_why).
     pub const EXIT_ERROR: u32 = 1;
     pub const EXIT_HOTPLUG: u32 = 2;
-    /// kernel/sched/sched.h: the flags of a property change's dequeue
-    /// (sched_setaffinity, nice), DEQUEUE_SAVE | DEQUEUE_NOCLOCK.
+    /// kernel/sched/sched.h: the dequeue flags of a sleep (SCX_DEQ_SLEEP)
+    /// and of a property change (sched_setaffinity, nice),
+    /// DEQUEUE_SAVE | DEQUEUE_NOCLOCK.
+    pub const DEQ_SLEEP: u64 = 0x01;
     pub const DEQ_SAVE: u64 = 0x02;
     pub const DEQ_NOCLOCK: u64 = 0x08;
     pub const MASK_WORDS: usize = 128;
@@ -174,6 +177,7 @@ entry_points! {
     set_cpumask: unsafe extern "C" fn(TaskPtr),
     task_set_prio: unsafe extern "C" fn(TaskPtr, c_int, c_int, u32),
     task_set_migration_disabled: unsafe extern "C" fn(TaskPtr, u32),
+    task_set_cpus_ptr: unsafe extern "C" fn(TaskPtr, c_int),
     task_slice: unsafe extern "C" fn(TaskPtr) -> u64,
     task_set_slice: unsafe extern "C" fn(TaskPtr, u64),
     task_set_runtime: unsafe extern "C" fn(TaskPtr, u64),
@@ -185,7 +189,7 @@ entry_points! {
     select_cpu: unsafe extern "C" fn(TaskPtr, c_int, u32, u32) -> c_int,
     enqueue: unsafe extern "C" fn(TaskPtr, u32),
     runnable: unsafe extern "C" fn(TaskPtr, u32),
-    quiescent: unsafe extern "C" fn(TaskPtr, u32),
+    quiescent: unsafe extern "C" fn(TaskPtr, u64),
     dequeue: unsafe extern "C" fn(TaskPtr, u64),
     dispatch: unsafe extern "C" fn(c_int, TaskPtr),
     running: unsafe extern "C" fn(TaskPtr),
