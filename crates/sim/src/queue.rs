@@ -295,6 +295,87 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The queue against a reference kept as a B-tree map of (time,
+    /// sequence) -> key and a map of key -> its (time, sequence): random
+    /// pushes (replacing a key's entry), finishes and pops, with times
+    /// equal (ties), near, far, and in the past of the last event taken
+    /// (which the queue must still give first).
+    #[test]
+    fn same_order_as_a_sorted_map_with_far_and_past_times() {
+        use std::collections::{BTreeMap, HashMap};
+        for seed in [1, 2, 3] {
+            let mut rng = Lcg(seed);
+            let mut q = EventQueue::new();
+            let mut by_order: BTreeMap<(u64, u64), (u8, u32, u32)> = BTreeMap::new();
+            let mut by_key: HashMap<(u8, u32), (u64, u64)> = HashMap::new();
+            let (mut now, mut seq, mut taken) = (0u64, 0u64, 0);
+            for _ in 0..60_000 {
+                let r = rng.next() % 10;
+                if r < 5 {
+                    seq += 1;
+                    let (kind, index) = ((rng.next() % KINDS as u64) as u8, (rng.next() % 300) as u32);
+                    let t = match rng.next() % 8 {
+                        0 => now.saturating_sub(rng.next() % 3),
+                        1 => now,
+                        2 => now + (rng.next() << 8),
+                        3 => now + rng.next() % 40_000_000,
+                        _ => now + rng.next() % 2000,
+                    };
+                    let gen = rng.next() as u32;
+                    q.push(ev(t, seq, kind, index, gen));
+                    if let Some(old) = by_key.insert((kind, index), (t, seq)) {
+                        by_order.remove(&old);
+                    }
+                    by_order.insert((t, seq), (kind, index, gen));
+                } else {
+                    let want = by_order.iter().next().map(|(&(t, s), &(k, i, g))| (t, s, k, i, g));
+                    let got = q.peek().map(|e| (e.t, e.seq, e.kind(), e.index(), e.gen));
+                    assert_eq!(got, want);
+                    let Some(e) = q.peek() else { continue };
+                    if r < 8 {
+                        q.finish(&e);
+                    } else {
+                        assert_eq!(q.pop().map(|x| x.seq), Some(e.seq));
+                    }
+                    by_order.remove(&(e.t, e.seq));
+                    by_key.remove(&(e.kind(), e.index()));
+                    now = now.max(e.t);
+                    taken += 1;
+                }
+                assert_eq!(q.len(), by_order.len());
+            }
+            while let Some(e) = q.pop() {
+                let (&(t, s), _) = by_order.iter().next().unwrap();
+                assert_eq!((e.t, e.seq), (t, s));
+                by_order.remove(&(t, s));
+            }
+            assert!(by_order.is_empty() && q.is_empty());
+            assert!(taken > 20_000);
+        }
+    }
+
+    #[test]
+    fn ties_go_by_sequence_and_a_replaced_entry_moves() {
+        let mut q = EventQueue::new();
+        // Three at one time, pushed out of key order; one later.
+        q.push(ev(100, 1, 2, 9, 0));
+        q.push(ev(100, 2, 0, 1, 0));
+        q.push(ev(1 << 40, 3, 1, 1, 0));
+        q.push(ev(100, 4, 0, 3, 0));
+        // The first one moves past the later one; the later one moves first.
+        q.push(ev((1 << 40) + 1, 5, 2, 9, 0));
+        q.push(ev(50, 6, 1, 1, 0));
+        let order: Vec<(u64, u64)> = std::iter::from_fn(|| q.pop()).map(|e| (e.t, e.seq)).collect();
+        assert_eq!(order, [(50, 6), (100, 2), (100, 4), ((1 << 40) + 1, 5)]);
+        // A handled entry replaced by a later one stays queued once.
+        q.push(ev(10, 7, 0, 0, 0));
+        let top = q.peek().unwrap();
+        q.push(ev(1 << 42, 8, 0, 0, 1));
+        q.finish(&top);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop().map(|e| (e.t, e.gen)), Some((1 << 42, 1)));
+    }
+
     #[test]
     fn a_push_while_handling_replaces_the_handled_entry() {
         let mut q = EventQueue::new();
