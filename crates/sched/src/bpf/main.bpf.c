@@ -2,12 +2,12 @@
 /*
  * warmcore's sched_ext scheduler.
  *
- * Base (every policy): a vtime-ordered queue per CPU; a task's slice shrinks
- * as more tasks wait on its CPU; a CPU with nothing of its own pulls work
- * from the other CPUs' queues (same die first), and idle CPUs are woken when
- * work waits, so that no task waits on a busy CPU while a CPU it may use is
- * idle (slocal waits for the tick of the busy CPU, as S_local relies on the
- * load balancer; smove waits for its timer).
+ * Base (every policy but Haiku's): a vtime-ordered queue per CPU; a task's
+ * slice shrinks as more tasks wait on its CPU; a CPU with nothing of its own
+ * pulls work from the other CPUs' queues (same die first), and idle CPUs
+ * are woken when work waits, so that no task waits on a busy CPU while a
+ * CPU it may use is idle (slocal waits for the tick of the busy CPU, as
+ * S_local relies on the load balancer; smove waits for its timer).
  *
  * Placement policies, chosen at load time:
  *  - default: sched_ext's built-in idle-CPU selection.
@@ -278,6 +278,9 @@ static __always_inline u32 llc_of(s32 cpu)
 
 	if (c >= WC_MAX_CPUS)
 		return 0;
+	/* The compiler would drop the mask after the test, and may compute
+	 * the address before it (out of a loop), unbounded for the verifier. */
+	barrier_var(c);
 	return cpu_llc[c & (WC_MAX_CPUS - 1)];
 }
 
