@@ -9,16 +9,7 @@
 #   scripts/bench-compare.sh BEFORE_BINARY AFTER_BINARY
 #
 # scripts/bench.sh calls it when BEFORE=path/to/warmcore is set.
-set -euo pipefail
-if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
-    echo "usage: $0 BEFORE_BINARY AFTER_BINARY (two warmcore executables)" >&2
-    exit 2
-fi
-before=$1
-after=$2
-rounds=${ROUNDS:-3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/bench-builds.sh" "$@"
 
 runs=(
     "--machine xeon-gold-5218-2s --workload configure:checks=20000"
@@ -26,16 +17,11 @@ runs=(
     "--machine xeon-gold-5218-2s --workload hackbench:groups=100,loops=100 --policy nest --governor schedutil"
     "--machine xeon-e7-8870v4 --workload periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=2000"
 )
-for i in "${!runs[@]}"; do
-    for r in $(seq "$rounds"); do
-        for b in before after; do
-            bin=$before
-            [ "$b" = after ] && bin=$after
-            # shellcheck disable=SC2086 # the run's options are words
-            "$bin" sim ${runs[$i]} --json >"$work/$i.$b.$r.json"
-        done
-    done
-done
+sim_run() {  # RUN BUILD ROUND BINARY
+    # shellcheck disable=SC2086 # the run's options are words
+    "$4" sim ${runs[$1]} --json >"$work/$1.$2.$3.json"
+}
+each_round "${#runs[@]}" sim_run
 python3 - "$work" "$rounds" "${runs[@]}" <<'PY'
 import json, statistics, sys
 work, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]

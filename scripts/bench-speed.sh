@@ -14,16 +14,7 @@
 #
 # QUICK=1 adds `warmcore reproduce --quick` (wall time, and whether the two
 # claims.json are the same). scripts/bench.sh calls this when BEFORE is set.
-set -euo pipefail
-if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
-    echo "usage: $0 BEFORE_BINARY AFTER_BINARY (two warmcore executables)" >&2
-    exit 2
-fi
-before=$1
-after=$2
-rounds=${ROUNDS:-3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/bench-builds.sh" "$@"
 
 storm=periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=3000
 runs=(
@@ -38,16 +29,11 @@ runs=(
     "--machine xeon-e7-8870v4 --workload kbuild:jobs=320,files=3000 --policy scx:nest"
     "--machine xeon-gold-5218-2s --workload hackbench:groups=100,loops=100 --policy scx:nest"
 )
-for i in "${!runs[@]}"; do
-    for r in $(seq "$rounds"); do
-        for b in before after; do
-            bin=$before
-            [ "$b" = after ] && bin=$after
-            # shellcheck disable=SC2086 # the run's options are words
-            /usr/bin/time -f "%U %S" -o "$work/$i.$b.$r.cpu" "$bin" sim ${runs[$i]} --json >"$work/$i.$b.$r.json"
-        done
-    done
-done
+sim_run() {  # RUN BUILD ROUND BINARY
+    # shellcheck disable=SC2086 # the run's options are words
+    /usr/bin/time -f "%U %S" -o "$work/$1.$2.$3.cpu" "$4" sim ${runs[$1]} --json >"$work/$1.$2.$3.json"
+}
+each_round "${#runs[@]}" sim_run
 python3 - "$work" "$rounds" "${runs[@]}" <<'PY'
 import json, statistics, sys
 work, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
@@ -72,13 +58,10 @@ for i, run in enumerate(runs):
           f"{'' if same else '  SIMULATED DIFFERENT EVENTS'}")
 PY
 if [ -n "${QUICK:-}" ]; then
-    for r in $(seq "$rounds"); do
-        for b in before after; do
-            bin=$before
-            [ "$b" = after ] && bin=$after
-            /usr/bin/time -f "$b %e %U %S" -a -o "$work/quick" "$bin" reproduce --quick --out "$work/rq.$b" >/dev/null 2>&1
-        done
-    done
+    quick_run() {  # 0 BUILD ROUND BINARY
+        /usr/bin/time -f "$2 %e %U %S" -a -o "$work/quick" "$4" reproduce --quick --out "$work/rq.$2" >/dev/null 2>&1
+    }
+    each_round 1 quick_run
     python3 - "$work/quick" <<'PY'
 import sys
 t = {"before": [], "after": []}

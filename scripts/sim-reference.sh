@@ -14,6 +14,11 @@
 # JOBS runs that many at once (default 2). The workloads are smaller than
 # the benchmarks' (a run takes well under a second) so that the set can be
 # rerun after every change; the storm keeps its shape (1,000 tasks).
+#
+# SET=scx runs instead every policy of warmcore's sched_ext program (each
+# of Nest's ways of keeping cores warm, warm with and without its polling
+# set) on fewer workloads, machines and seeds: the set for a change to the
+# program (crates/sched/src/bpf) that must not change what it does.
 set -euo pipefail
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY (a warmcore executable)" >&2
@@ -28,6 +33,19 @@ workloads="configure kbuild:files=200 hackbench:groups=4,loops=30 periodic:tasks
 machines="default xeon-gold-5218-2s xeon-e7-8870v4"
 governors="powersave schedutil"
 seeds="1 7"
+case "${SET:-}" in
+    "") ;;
+    scx)
+        policies="scx:default scx:slocal scx:smove scx:nest:warm=pmqos scx:nest:warm=threads scx:nest:warm=off scx:haiku-low-latency scx:haiku-power-saving scx:warm scx:warm:poll_cpus=0"
+        workloads="configure kbuild:files=200 hackbench:groups=4,loops=30 periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=40"
+        machines="default xeon-gold-5218-2s"
+        seeds="1"
+        ;;
+    *)
+        echo "$0: SET=$SET: unknown set; valid: scx (or unset for the simulator's set)" >&2
+        exit 2
+        ;;
+esac
 
 for p in $policies; do for w in $workloads; do for m in $machines; do
     for g in $governors; do for s in $seeds; do

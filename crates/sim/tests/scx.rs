@@ -354,9 +354,9 @@ fn the_simulator_runs_the_kernels_program_source() {
     assert!(same == builtin);
     // S_local's one line changed in the program: the child no longer starts
     // on its parent's CPU.
-    let waker = "\t\t\tcpu = waker;\n";
+    let waker = "\t\tcpu = waker;\n";
     assert_eq!(program.matches(waker), 1, "the program changed: update this test");
-    let changed = program.replace(waker, "\t\t\tcpu = prev_cpu == waker ? (waker + 2) % nr_cpus : prev_cpu;\n");
+    let changed = program.replace(waker, "\t\tcpu = prev == waker ? (waker + 2) % nr_cpus : prev;\n");
     let (_, evs) = simulate_variant(&m, "scx:slocal", &changed, fork_then(true));
     assert_ne!(ran_on(&evs, 2), vec![0], "the change shows in the simulated run");
 }
@@ -398,7 +398,7 @@ fn scx_bpf_cpuperf_set_refuses_another_cpu_while_a_run_queue_is_locked() {
     let why = out.partial.unwrap_or_default();
     assert!(out.ejected && why.contains("Invalid target CPU"), "{why}");
     // A target above SCX_CPUPERF_ONE is refused, even for the tick's own CPU.
-    let tick = "\tif (policy == WC_POLICY_WARM)\n\t\twarm_sweep(now_ns());\n";
+    let tick = "\twarm_sweep(now_ns());\n";
     assert_eq!(program.matches(tick), 1, "the program changed: update this test");
     let above = program.replace(tick, &format!("\tscx_bpf_cpuperf_set(cpu, SCX_CPUPERF_ONE + 1);\n{tick}"));
     let (out, _) = simulate_variant(&m, policy, &above, common::burst_then_tail());
@@ -413,7 +413,7 @@ fn an_ejection_ends_the_run_with_its_reason_and_time() {
     // scx_bpf_error from ops.init_task of the second task.
     let hook = "\ttctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);\n";
     assert_eq!(program.matches(hook), 1, "the program changed: update this test");
-    let failing = program.replace(hook, &format!("\tif (pid == 2)\n\t\tscx_bpf_error(\"no room for %d (%s)\", pid, \"test\");\n{hook}"));
+    let failing = program.replace(hook, &format!("\tif (p->pid == 2)\n\t\tscx_bpf_error(\"no room for %d (%s)\", p->pid, \"test\");\n{hook}"));
     let (out, evs) = simulate_variant(&m, "scx:default", &failing, fork_then(false));
     assert!(out.ejected);
     let why = out.partial.unwrap();

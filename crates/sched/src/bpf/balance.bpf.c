@@ -5,7 +5,7 @@
  * and a CPU that queues work it cannot run soon kicks an idle one.
  */
 
-/* Queues tried per pull (see wc_dispatch). */
+/* Queues tried per pull (see base_dispatch). */
 #define WC_PULL_TRIES 8
 
 /*
@@ -76,7 +76,7 @@ static __always_inline bool work_waiting(void)
 
 /*
  * Kick a CPU that @p may use and that does nothing, so that it pulls waiting
- * work; prefer @hint's die. Returns the CPU or -1.
+ * work from @from. Returns the CPU or -1.
  */
 static s32 kick_idle_for(struct task_struct *p, s32 from)
 {
@@ -91,19 +91,6 @@ static s32 kick_idle_for(struct task_struct *p, s32 from)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		stat_add(WC_ST_KICKS, 1);
 		return cpu;
-	}
-	if (warmers_on()) {
-		bpf_for(cpu, 0, nr_cpus) {
-			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-				continue;
-			c = cpu_ctx(cpu);
-			if (c && c->warming) {
-				c->pull_hint = from;
-				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-				stat_add(WC_ST_KICKS, 1);
-				return cpu;
-			}
-		}
 	}
 	return -1;
 }

@@ -116,8 +116,14 @@ static bool warm_keeps(s32 cpu);
 /* The CPUs kept at the top: Nest's primary nest, warm's warm set. */
 static __always_inline bool perf_keep(s32 cpu)
 {
-	return (policy == WC_POLICY_NEST && primary_has(cpu)) ||
-	       (policy == WC_POLICY_WARM && warm_keeps(cpu));
+	switch (policy) {
+	case WC_POLICY_NEST:
+		return primary_has(cpu);
+	case WC_POLICY_WARM:
+		return warm_keeps(cpu);
+	default:
+		return false;
+	}
 }
 
 /* @p was placed on @cpu: schedutil, asked now, counts it there. */
@@ -130,4 +136,43 @@ static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 	if (!tctx)
 		tctx = task_ctx(p);
 	perf_update(cpu, c, tctx, false, perf_keep(cpu));
+}
+
+/* @p starts a run on @cpu, which was idle, as @p was not running, until now. */
+static void perf_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	if (freq_steer && c) {
+		perf_update(cpu, c, task_ctx(p), false, perf_keep(cpu));
+		c->busy = 1;
+	}
+}
+
+/* @p's run on @cpu ends: the run counts as busy time of both. */
+static void perf_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool runnable)
+{
+	struct task_ctx *tctx;
+	u64 now;
+
+	if (!freq_steer)
+		return;
+	tctx = task_ctx(p);
+	now = now_ns();
+	if (tctx)
+		util_update(&tctx->util, &tctx->util_t, now, true);
+	util_update(&c->util, &c->util_t, now, true);
+	c->busy = 0;
+	/* A task that sleeps takes its utilisation away (the fair class
+	 * removes it at dequeue). */
+	if (!runnable) {
+		if (tctx)
+			tctx->woke = 1;
+		perf_update(cpu, c, NULL, false, perf_keep(cpu));
+	}
+}
+
+/* A tick of @p on @cpu. */
+static void perf_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	if (freq_steer && c)
+		perf_update(cpu, c, task_ctx(p), true, perf_keep(cpu));
 }

@@ -35,7 +35,7 @@ s32 hk_small_core = -1;
 u64 hk_seq_back, hk_seq_front;
 
 /* The quantum timer of each CPU (Haiku's cpu->quantum_timer). Never
- * cancelled: a run's stopping makes it stale (see wc_stopping). */
+ * cancelled: a run's stopping makes it stale (see hk_stopping). */
 struct hk_timer {
 	struct bpf_timer timer;
 	u32 gen;
@@ -60,11 +60,6 @@ struct {
 	__type(key, u32);
 	__type(value, struct hk_pkg_count);
 } hk_pkg_scratch SEC(".maps");
-
-static __always_inline bool haiku_on(void)
-{
-	return policy == WC_POLICY_HAIKU_LOW_LATENCY || policy == WC_POLICY_HAIKU_POWER_SAVING;
-}
 
 static __always_inline bool hk_ps(void)
 {
@@ -682,6 +677,16 @@ static void hk_enqueue(struct task_struct *p, u64 enq_flags)
 	}
 }
 
+/* Haiku places a thread when it is queued (hk_enqueue): it stays where it
+ * was until then. */
+static s32 hk_select_cpu(struct task_struct *p, s32 prev, u64 wake_flags)
+{
+	bool idle = false;
+
+	return cpu_ok(prev) && bpf_cpumask_test_cpu(prev, p->cpus_ptr)
+		       ? prev : scx_bpf_select_cpu_dfl(p, prev, wake_flags, &idle);
+}
+
 /* The queue head's key of @dsq, ~0 if empty. */
 static __always_inline u64 hk_head_key(u64 dsq)
 {
@@ -713,11 +718,15 @@ static void hk_dispatch(s32 cpu)
  * post's stricter time slices), and the quantum timer armed for it. */
 static void hk_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 {
-	struct task_ctx *t = task_ctx(p);
+	struct task_ctx *t;
 	struct hk_timer *ht;
 	u32 key = cpu;
 	u64 q;
 
+	if (!c)
+		return;
+	c->run_start = p->se.sum_exec_runtime;
+	t = task_ctx(p);
 	if (!t)
 		return;
 	c->hk_prio = t->hk_eff;
@@ -734,10 +743,11 @@ static void hk_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 		hk_perf(cpu, c, t);
 }
 
-/* A run of @ran ns ended: activity, load, the quantum, and (if it sleeps)
- * what its wake-up needs (ThreadData::Continues and GoesAway). */
-static void hk_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool runnable, u64 ran)
+/* A run ended: activity, load, the quantum, and (if it sleeps) what its
+ * wake-up needs (ThreadData::Continues and GoesAway). */
+static void hk_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool runnable)
 {
+	u64 ran = p->se.sum_exec_runtime - c->run_start;
 	struct task_ctx *t = task_ctx(p);
 	struct cpu_ctx *cc;
 
@@ -769,6 +779,14 @@ static void hk_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool 
 		t->hk_epoch = cc ? cc->hk_epoch : 0;
 		t->hk_ready = 0;
 	}
+}
+
+/* Quanta end by the quantum timer; the tick only steps the performance
+ * target, as Haiku does at its load updates. */
+static void hk_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	if (freq_steer && c)
+		hk_perf(cpu, c, task_ctx(p));
 }
 
 /* A new thread inherits its parent's load and penalties (ThreadData::Init). */
@@ -827,5 +845,28 @@ static s32 hk_cpu_init(s32 cpu)
 			return err;
 	}
 	c->hk_ncpus++;
+	return 0;
+}
+
+/* A thread that dies ready takes its load off its core. */
+static void hk_exit_task(struct task_ctx *t)
+{
+	if (t->hk_ready && cpu_ok(t->hk_core)) {
+		hk_load_add(t->hk_core, -t->hk_load, true);
+		t->hk_ready = 0;
+	}
+}
+
+/* Each CPU's quantum timer and place in its core, each core's queue
+ * (ops.init), in CPU order. */
+static s32 hk_init(void)
+{
+	s32 cpu, err;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		err = hk_cpu_init(cpu);
+		if (err)
+			return err;
+	}
 	return 0;
 }

@@ -2,12 +2,12 @@
 /*
  * warmcore's sched_ext scheduler.
  *
- * Base (every policy): a vtime-ordered queue per CPU; a task's slice shrinks
- * as more tasks wait on its CPU; a CPU with nothing of its own pulls work
- * from the other CPUs' queues (same die first), and idle CPUs are woken when
- * work waits, so that no task waits on a busy CPU while a CPU it may use is
- * idle (slocal waits for the tick of the busy CPU, as S_local relies on the
- * load balancer; smove waits for its timer).
+ * Base (every policy but Haiku's): a vtime-ordered queue per CPU; a task's
+ * slice shrinks as more tasks wait on its CPU; a CPU with nothing of its own
+ * pulls work from the other CPUs' queues (same die first), and idle CPUs
+ * are woken when work waits, so that no task waits on a busy CPU while a
+ * CPU it may use is idle (slocal waits for the tick of the busy CPU, as
+ * S_local relies on the load balancer; smove waits for its timer).
  *
  * Placement policies, chosen at load time:
  *  - default: sched_ext's built-in idle-CPU selection.
@@ -34,14 +34,19 @@
  * helper stays static (inlined or a BPF subprogram, as before the split).
  * This file holds what every policy shares: the load-time knobs and the
  * globals the loader reads, the CPU and task contexts, the shared maps and
- * helpers, and the struct_ops operations, which dispatch per policy. The
- * parts, included below in this order, each use only what comes before it:
+ * helpers, and the struct_ops operations, each a switch on the policy that
+ * calls its part once (the default policy's case calls the base itself).
+ * The parts, included below in this order, each use only what comes before
+ * it (freq.bpf.c declares the two tests of the policies after it):
  *   balance.bpf.c - the base's work conservation: the mask of queues that
  *                   may hold work, pulling from them, kicking idle CPUs
  *   freq.bpf.c    - performance targets from utilisation (freq_steer)
+ *   base.bpf.c    - the base's queueing, dispatch, charge and tick, which
+ *                   each policy but Haiku's builds its operations on
+ *   slocal.bpf.c  - S_local: the waker's CPU
  *   smove.bpf.c   - S_move: the frequency test and the move timers
  *   nest.bpf.c    - Nest: the primary and reserve nests, their search,
- *                   compaction, the fork hint, the warmers' feed
+ *                   compaction, the fork hint, the warmers and their feed
  *   warm.bpf.c    - warm: the warm set, its search and its decay
  *   haiku.bpf.c   - Haiku's scheduler, which replaces the base
  */
@@ -103,9 +108,6 @@ u64 nr_primary, nr_reserve, max_primary;
  * primary nest (--nest-warm pmqos), warm's warm set (--warm-poll-cpus). */
 u8 pmqos_hold[WC_MAX_CPUS];
 u64 vtime_now;
-
-/* How far ahead of the clock a task may queue, in slices (wc_enqueue). */
-#define WC_LEAD_SLICES 10
 
 struct cpu_ctx {
 	u64 run_start;		/* the running task's CPU time when it started here */
@@ -220,12 +222,6 @@ struct {
 	__type(value, struct mask_slot);
 } llc_masks SEC(".maps");
 
-/* Nest's warmer threads exist (Nest, section 3.2). */
-static __always_inline bool warmers_on(void)
-{
-	return policy == WC_POLICY_NEST && nest_warm;
-}
-
 static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
 {
 	u32 key = cpu;
@@ -282,6 +278,9 @@ static __always_inline u32 llc_of(s32 cpu)
 
 	if (c >= WC_MAX_CPUS)
 		return 0;
+	/* The compiler would drop the mask after the test, and may compute
+	 * the address before it (out of a loop), unbounded for the verifier. */
+	barrier_var(c);
 	return cpu_llc[c & (WC_MAX_CPUS - 1)];
 }
 
@@ -357,6 +356,8 @@ out:
 
 #include "balance.bpf.c"
 #include "freq.bpf.c"
+#include "base.bpf.c"
+#include "slocal.bpf.c"
 #include "smove.bpf.c"
 #include "nest.bpf.c"
 #include "warm.bpf.c"
@@ -367,34 +368,22 @@ out:
 s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	u64 t0 = prof_start();
-	struct task_ctx *tctx = NULL;
-	bool direct = false, idle = false;
-	s32 cpu, waker;
+	bool direct = false;
+	s32 cpu;
 
 	stat_add(WC_ST_SELECT_CPU, 1);
-	if (warmers_on())
-		tctx = task_ctx(p);
-	if (tctx && tctx->is_warmer) {
-		cpu = tctx->warmer_cpu;
-		goto out;
-	}
-
 	switch (policy) {
 	case WC_POLICY_SLOCAL:
-		waker = bpf_get_smp_processor_id();
-		if ((wake_flags & (SCX_WAKE_FORK | SCX_WAKE_TTWU)) && cpu_ok(waker) &&
-		    bpf_cpumask_test_cpu(waker, p->cpus_ptr)) {
-			stat_add(WC_ST_WAKER_PLACED, 1);
-			cpu = waker;
-			direct = scx_bpf_test_and_clear_cpu_idle(cpu);
-		} else {
-			cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &direct);
-		}
+		cpu = select_slocal(p, prev_cpu, wake_flags, &direct);
 		break;
 	case WC_POLICY_SMOVE:
 		cpu = select_smove(p, prev_cpu, wake_flags, &direct);
 		break;
 	case WC_POLICY_NEST:
+		/* A warmer stays on its CPU, in its own queue (nest_enqueue). */
+		cpu = nest_warmer_cpu(p);
+		if (cpu >= 0)
+			goto out;
 		cpu = select_nest(p, prev_cpu, wake_flags, &direct);
 		break;
 	case WC_POLICY_WARM:
@@ -402,20 +391,17 @@ s32 BPF_STRUCT_OPS(wc_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 		break;
 	case WC_POLICY_HAIKU_LOW_LATENCY:
 	case WC_POLICY_HAIKU_POWER_SAVING:
-		/* Haiku places a thread when it is queued (hk_enqueue). */
-		cpu = cpu_ok(prev_cpu) && bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr)
-			      ? prev_cpu : scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+		cpu = hk_select_cpu(p, prev_cpu, wake_flags);
 		goto out;
 	default:
-		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
-		direct = idle;
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &direct);
 		break;
 	}
 	if (direct) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_max_ns, 0);
 		stat_add(WC_ST_DIRECT_IDLE, 1);
 	}
-	perf_placed(p, tctx, cpu);
+	perf_placed(p, NULL, cpu);
 out:
 	prof_end(WC_PROF_SELECT_CPU, t0);
 	return cpu;
@@ -424,267 +410,104 @@ out:
 void BPF_STRUCT_OPS(wc_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	u64 t0 = prof_start();
-	struct task_ctx *tctx = NULL;
-	s32 cpu = scx_bpf_task_cpu(p), here = bpf_get_smp_processor_id();
-	u64 vtime = p->scx.dsq_vtime, slice;
-	s32 nq;
+	s32 cpu;
 
-	if (haiku_on()) {
+	switch (policy) {
+	case WC_POLICY_SLOCAL:
+		/* Work waiting behind a busy CPU is left to that CPU's tick
+		 * (base_tick), as S_local leaves it to the load balancer. */
+		base_enqueue(p, enq_flags, NULL);
+		break;
+	case WC_POLICY_SMOVE:
+		smove_enqueue(p, enq_flags);
+		break;
+	case WC_POLICY_NEST:
+		nest_enqueue(p, enq_flags);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
 		hk_enqueue(p, enq_flags);
-		goto out;
+		break;
+	default:
+		cpu = base_enqueue(p, enq_flags, NULL);
+		if (cpu >= 0)
+			kick_idle_for(p, cpu);
+		break;
 	}
-	/* Only warmers (nest) and pending moves (smove) need the task's context. */
-	if (warmers_on() || policy == WC_POLICY_SMOVE)
-		tctx = task_ctx(p);
-	if (tctx && tctx->is_warmer) {
-		scx_bpf_dsq_insert(p, WC_WARM_DSQ_BASE + tctx->warmer_cpu, SCX_SLICE_INF, 0);
-		goto out;
-	}
-	if (enq_flags & SCX_ENQ_LAST) {
-		/* Nothing else wants this CPU: keep running the task. */
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_max_ns, enq_flags);
-		goto out;
-	}
-	if (!cpu_ok(cpu))
-		cpu = 0;
-
-	/* Fairness: a sleeper gets at most one slice of credit, and a task
-	 * queues at most WC_LEAD_SLICES slices ahead of the clock. A task of
-	 * weight 1 (nice 19) is charged 100 times the tick it ran; without the
-	 * bound it waits that long behind each task of its CPU, seconds when
-	 * S_local stacks a dozen there, and the watchdog ejects the scheduler.
-	 * A task of weight 100 never leads by more than a slice and a tick. */
-	if (time_before(vtime, vtime_now - slice_max_ns))
-		vtime = vtime_now - slice_max_ns;
-	if (time_after(vtime, vtime_now + WC_LEAD_SLICES * slice_max_ns))
-		vtime = vtime_now + WC_LEAD_SLICES * slice_max_ns;
-
-	nq = scx_bpf_dsq_nr_queued(cpu);
-	slice = slice_max_ns / (nq + 1);
-	if (slice < slice_min_ns)
-		slice = slice_min_ns;
-	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-	waiting_set(cpu);
-	stat_add(WC_ST_QUEUED, 1);
-	perf_placed(p, tctx, cpu);
-
-	/* Work conservation: an idle target runs it, else an idle CPU pulls it
-	 * (slocal leaves it to the busy CPU's tick; smove to its timer). */
-	if (cpu != here && scx_bpf_test_and_clear_cpu_idle(cpu)) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		goto out;
-	}
-	if (policy == WC_POLICY_NEST && warming(cpu)) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		goto out;
-	}
-	if (policy == WC_POLICY_SLOCAL)
-		goto out;
-	if (tctx && tctx->smove_pending)
-		goto out;
-	kick_idle_for(p, cpu);
-out:
 	prof_end(WC_PROF_ENQUEUE, t0);
 }
 
 void BPF_STRUCT_OPS(wc_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 t0 = prof_start();
-	struct cpu_ctx *c = cpu_ctx(cpu);
-	u32 i;
-	s32 src, hint;
 
-	if (haiku_on()) {
+	switch (policy) {
+	case WC_POLICY_NEST:
+		nest_dispatch(cpu, prev);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
 		hk_dispatch(cpu);
-		goto out;
+		break;
+	default:
+		base_dispatch(cpu, cpu_ctx(cpu));
+		break;
 	}
-	/* A warmer that waited for long runs first, for at most a tick: the
-	 * watchdog must see every runnable task run, even under overload. */
-	if (c && c->warm_feed) {
-		c->warm_feed = 0;
-		c->warm_spin = 0;
-		c->warm_ticks = nest_s_max_ticks;
-		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
-			goto out;
-	}
-
-	if (scx_bpf_dsq_move_to_local(cpu, 0))
-		goto out;
-	waiting_clear(cpu);
-
-	/* Pull: the hinted queue, then this die, then the others. */
-	if (!work_waiting())
-		goto warm;
-	if (c) {
-		hint = c->pull_hint;
-		c->pull_hint = -1;
-		if (hint != cpu && pull_from(hint))
-			goto out;
-	}
-	/* Among the queues that may hold work (a stale bit is cleared as it
-	 * is met), round-robin. A queue whose tasks may not run here stays
-	 * marked: the tries are bounded, and a CPU those tasks may use is
-	 * kicked when they are queued. */
-	bpf_for(i, 0, WC_PULL_TRIES) {
-		src = waiting_any(llc_cpus(cpu));
-		if (!cpu_ok(src))
-			break;
-		if (src != cpu && pull_from(src))
-			goto out;
-	}
-	bpf_for(i, 0, WC_PULL_TRIES) {
-		src = waiting_any(NULL);
-		if (!cpu_ok(src))
-			break;
-		if (src != cpu && pull_from(src))
-			goto out;
-	}
-
-warm:
-	/* Nest, section 3.2: a primary core left idle by a task
-	 * that blocked is kept warm for up to S_max ticks. */
-	if (warmers_on() && c && c->warmer_pid) {
-		if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
-			goto out;	/* prev keeps its CPU */
-		if (c->warm_allowed && primary_has(cpu)) {
-			c->warm_allowed = 0;
-			c->warm_ticks = 0;
-			c->warm_spin = 1;
-			if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
-				stat_add(WC_ST_WARM_SPINS, 1);
-		}
-	}
-out:
 	prof_end(WC_PROF_DISPATCH, t0);
 }
 
 void BPF_STRUCT_OPS(wc_running, struct task_struct *p)
 {
-	u64 t0 = prof_start(), now;
+	u64 t0 = prof_start();
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *c = cpu_ctx(cpu);
-	struct task_ctx *tctx;
 
-	if (haiku_on()) {
-		if (c) {
-			c->run_start = p->se.sum_exec_runtime;
-			hk_running(p, cpu, c);
-		}
-		goto out;
+	switch (policy) {
+	case WC_POLICY_SMOVE:
+		smove_running(p, cpu, c);
+		break;
+	case WC_POLICY_NEST:
+		nest_running(p, cpu, c);
+		break;
+	case WC_POLICY_WARM:
+		warm_running(p, cpu, c);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
+		hk_running(p, cpu, c);
+		break;
+	default:
+		base_running(p, c);
+		perf_running(p, cpu, c);
+		break;
 	}
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
-	/* The run is charged in stopping, on this same CPU: keeping its start
-	 * here spares the hot path a task-storage lookup and a clock read. */
-	if (c)
-		c->run_start = p->se.sum_exec_runtime;
-	if (policy == WC_POLICY_WARM && c)
-		warm_join(cpu, c, now_ns());
-	if (freq_steer && c) {
-		/* The CPU was idle, the task was not running, until now. */
-		perf_update(cpu, c, task_ctx(p), false, perf_keep(cpu));
-		c->busy = 1;
-	}
-	if (policy != WC_POLICY_SMOVE && policy != WC_POLICY_NEST)
-		goto out;
-
-	tctx = task_ctx(p);
-	if (tctx && tctx->smove_pending) {
-		/* The stale-flag cancel: the timer callback will find it stale. */
-		tctx->smove_pending = 0;
-		stat_add(WC_ST_TIMERS_CANCELLED, 1);
-	}
-	if (policy != WC_POLICY_NEST)
-		goto out;
-	now = now_ns();
-	if (tctx && !tctx->is_warmer) {
-		if (tctx->hist[0] != cpu) {
-			tctx->hist[1] = tctx->hist[0];
-			tctx->hist[0] = cpu;
-		} else {
-			tctx->hist[1] = cpu;
-		}
-	}
-	if (c) {
-		c->claimed = 0;
-		if (tctx && tctx->is_warmer) {
-			c->warming = 1;
-			c->warm_start = now;
-			c->warm_last_run = now;
-		} else {
-			c->warming = 0;
-			c->last_used = now;
-			c->exited_here = 0;
-		}
-	}
-out:
 	prof_end(WC_PROF_RUNNING, t0);
 }
 
 void BPF_STRUCT_OPS(wc_stopping, struct task_struct *p, bool runnable)
 {
-	u64 t0 = prof_start(), now, used;
+	u64 t0 = prof_start();
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct cpu_ctx *c = cpu_ctx(cpu);
-	struct task_ctx *tctx;
 
 	if (!c)
 		goto out;
-	if (haiku_on()) {
-		used = p->se.sum_exec_runtime - c->run_start;
-		hk_stopping(p, cpu, c, runnable, used);
-		goto out;
+	switch (policy) {
+	case WC_POLICY_NEST:
+		nest_stopping(p, cpu, c, runnable);
+		break;
+	case WC_POLICY_WARM:
+		warm_stopping(p, cpu, c, runnable);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
+		hk_stopping(p, cpu, c, runnable);
+		break;
+	default:
+		perf_stopping(p, cpu, c, runnable);
+		base_stopping(p, c);
+		break;
 	}
-	if (freq_steer) {
-		tctx = task_ctx(p);
-		now = now_ns();
-		if (tctx)
-			util_update(&tctx->util, &tctx->util_t, now, true);
-		util_update(&c->util, &c->util_t, now, true);
-		c->busy = 0;
-		/* A task that sleeps takes its utilisation away (the fair class
-		 * removes it at dequeue). */
-		if (!runnable) {
-			if (tctx)
-				tctx->woke = 1;
-			perf_update(cpu, c, NULL, false, perf_keep(cpu));
-		}
-	}
-	if (policy == WC_POLICY_WARM) {
-		/* The window counts from the end of the last run. */
-		c->last_used = now_ns();
-		c->warm_busy = 0;
-	}
-	if (policy == WC_POLICY_NEST) {
-		tctx = task_ctx(p);
-		now = now_ns();
-		if (tctx && tctx->is_warmer) {
-			c->warming = 0;
-			c->warm_last_run = now;
-			/* A spin keeps the core in use (section 3.2: it is kept warm
-			 * because it is expected back soon): P_remove counts from its
-			 * end, so that a core left by a task that blocked stays in the
-			 * primary nest for up to S_max + P_remove ticks. Without this,
-			 * a fork/wait chain whose links last about P_remove (as under
-			 * emulation) finds its grandparent's core compacted at each
-			 * fork and hops to another core. */
-			if (c->warm_spin)
-				c->last_used = now;
-			c->warm_spin = 0;
-			if (c->warm_start && now > c->warm_start)
-				stat_add(WC_ST_WARM_NS, now - c->warm_start);
-			c->warm_start = 0;
-			goto out;
-		}
-		c->last_used = now;
-		if (!runnable) {
-			c->warm_allowed = 1;
-			c->exited_here = !!(p->flags & PF_EXITING);
-		}
-	}
-	/* Virtual time advances by the CPU time used, inversely to the weight. */
-	used = p->se.sum_exec_runtime - c->run_start;
-	p->scx.dsq_vtime += used * 100 / (p->scx.weight ? p->scx.weight : 100);
 out:
 	prof_end(WC_PROF_STOPPING, t0);
 }
@@ -693,89 +516,39 @@ void BPF_STRUCT_OPS(wc_tick, struct task_struct *p)
 {
 	u64 t0 = prof_start();
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = warmers_on() ? task_ctx(p) : NULL;
 	struct cpu_ctx *c = cpu_ctx(cpu);
-	s32 nq, i;
-	u64 s;
 
-	if (haiku_on()) {
-		/* Quanta end by the quantum timer; the tick only steps the
-		 * performance target, as Haiku does at its load updates. */
-		if (freq_steer && c)
-			hk_perf(cpu, c, task_ctx(p));
-		goto out;
+	switch (policy) {
+	case WC_POLICY_SMOVE:
+		smove_tick(p, cpu, c);
+		break;
+	case WC_POLICY_NEST:
+		nest_tick(p, cpu, c);
+		break;
+	case WC_POLICY_WARM:
+		warm_tick(p, cpu, c);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
+		hk_tick(p, cpu, c);
+		break;
+	default:
+		perf_tick(p, cpu, c);
+		base_tick(p, cpu);
+		break;
 	}
-	if (freq_steer && c)
-		perf_update(cpu, c, tctx ? tctx : task_ctx(p), true, perf_keep(cpu));
-
-	if (policy == WC_POLICY_WARM)
-		warm_sweep(now_ns());
-
-	/* smove samples the frequency at the tick (docs/model.md, S_move as patched). */
-	if (policy == WC_POLICY_SMOVE && freq_source == WC_FREQ_KERNEL && c)
-		c->perf_sample = scx_bpf_cpuperf_cur(cpu);
-
-	if (tctx && tctx->is_warmer) {
-		/* Spin at most S_max ticks, and never while any task waits. */
-		if (c)
-			c->warm_ticks++;
-		if (!c || c->warm_ticks >= nest_s_max_ticks) {
-			scx_bpf_task_set_slice(p, 0);
-			goto out;
-		}
-		bpf_for(i, 0, WC_PULL_TRIES) {
-			nq = waiting_any(NULL);
-			if (!cpu_ok(nq))
-				break;
-			if (scx_bpf_dsq_nr_queued(nq) > 0) {
-				scx_bpf_task_set_slice(p, 0);
-				stat_add(WC_ST_WARM_PREEMPTED, 1);
-				break;
-			}
-			waiting_clear(nq);
-		}
-		goto out;
-	}
-
-	/* The slice shrinks as more tasks wait; waiting work is offered to an
-	 * idle CPU (for slocal this is the only balancing). */
-	nq = scx_bpf_dsq_nr_queued(cpu);
-	if (nq > 0) {
-		s = slice_max_ns / (nq + 1);
-		if (s < slice_min_ns)
-			s = slice_min_ns;
-		if (p->scx.slice > s)
-			scx_bpf_task_set_slice(p, s);
-		kick_idle_for(p, cpu);
-	}
-	/* A warmer waiting for long runs briefly: the watchdog must see it run. */
-	if (c && c->warmer_pid && time_after(now_ns(), c->warm_last_run + WC_WARM_FEED_NS) &&
-	    scx_bpf_dsq_nr_queued(WC_WARM_DSQ_BASE + cpu) > 0) {
-		c->warm_feed = 1;
-		scx_bpf_task_set_slice(p, 0);
-	}
-out:
 	prof_end(WC_PROF_TICK, t0);
 }
 
 void BPF_STRUCT_OPS(wc_update_idle, s32 cpu, bool idle)
 {
-	struct bpf_cpumask *primary, *reserve;
-	struct cpu_ctx *c;
-
-	if (!idle || policy != WC_POLICY_NEST || !nest_exit_demote)
-		return;
-	c = cpu_ctx(cpu);
-	if (!c || !c->exited_here)
-		return;
-	/* Section 3.1: a core left idle by a terminating task is demoted. */
-	c->exited_here = 0;
-	bpf_rcu_read_lock();
-	primary = primary_mask;
-	reserve = reserve_mask;
-	if (primary && reserve)
-		nest_demote(primary, reserve, cpu);
-	bpf_rcu_read_unlock();
+	switch (policy) {
+	case WC_POLICY_NEST:
+		nest_update_idle(cpu, idle);
+		break;
+	default:
+		break;
+	}
 }
 
 void BPF_STRUCT_OPS(wc_enable, struct task_struct *p)
@@ -786,7 +559,6 @@ void BPF_STRUCT_OPS(wc_enable, struct task_struct *p)
 s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
 	struct task_ctx *tctx;
-	s32 pid = p->pid, *wcpu;
 
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
@@ -801,18 +573,16 @@ s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_arg
 	tctx->util = WC_UTIL_FULL / 2;
 	tctx->util_t = now_ns();
 	tctx->woke = 1;
-	if (haiku_on())
+	switch (policy) {
+	case WC_POLICY_NEST:
+		nest_init_task(p, tctx);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
 		hk_init_task(p, tctx);
-	wcpu = bpf_map_lookup_elem(&warmers, &pid);
-	if (wcpu && cpu_ok(*wcpu)) {
-		struct cpu_ctx *c = cpu_ctx(*wcpu);
-
-		tctx->is_warmer = 1;
-		tctx->warmer_cpu = *wcpu;
-		if (c) {
-			c->warmer_pid = pid;
-			c->warm_last_run = now_ns();
-		}
+		break;
+	default:
+		break;
 	}
 	return 0;
 }
@@ -820,17 +590,19 @@ s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_arg
 void BPF_STRUCT_OPS(wc_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	struct task_ctx *tctx = task_ctx(p);
-	struct cpu_ctx *c;
 
-	if (tctx && tctx->is_warmer) {
-		c = cpu_ctx(tctx->warmer_cpu);
-		if (c)
-			c->warmer_pid = 0;
-	}
-	/* haiku: a thread that dies ready takes its load off its core. */
-	if (tctx && haiku_on() && tctx->hk_ready && cpu_ok(tctx->hk_core)) {
-		hk_load_add(tctx->hk_core, -tctx->hk_load, true);
-		tctx->hk_ready = 0;
+	if (!tctx)
+		return;
+	switch (policy) {
+	case WC_POLICY_NEST:
+		nest_exit_task(tctx);
+		break;
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
+		hk_exit_task(tctx);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -886,10 +658,7 @@ static s32 cpu_masks_init(s32 cpu)
 s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 {
 	struct bpf_cpumask *m;
-	struct smove_timer *t;
-	struct feed_timer *ft;
 	struct cpu_ctx *c;
-	u32 key, i;
 	s32 cpu, err;
 
 	bpf_for(cpu, 0, nr_cpus) {
@@ -912,23 +681,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 		err = cpu_masks_init(nr_cpus - 1 - cpu);
 		if (err)
 			return err;
-		if (haiku_on()) {
-			err = hk_cpu_init(cpu);
-			if (err)
-				return err;
-		}
-		if (policy == WC_POLICY_SMOVE) {
-			bpf_for(i, 0, WC_SMOVE_TIMERS) {
-				key = cpu * WC_SMOVE_TIMERS + i;
-				t = bpf_map_lookup_elem(&smove_timers, &key);
-				if (!t)
-					return -ENOENT;
-				bpf_timer_init(&t->timer, &smove_timers, CLOCK_MONOTONIC);
-				bpf_timer_set_callback(&t->timer, smove_timer_cb);
-			}
-		}
 	}
-
 	m = bpf_cpumask_create();
 	if (!m)
 		return -ENOMEM;
@@ -954,16 +707,17 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(wc_init)
 	if (m)
 		bpf_cpumask_release(m);
 
-	if (warmers_on()) {
-		key = 0;
-		ft = bpf_map_lookup_elem(&feed_timers, &key);
-		if (!ft)
-			return -ENOENT;
-		bpf_timer_init(&ft->timer, &feed_timers, CLOCK_MONOTONIC);
-		bpf_timer_set_callback(&ft->timer, feed_timer_cb);
-		bpf_timer_start(&ft->timer, WC_WARM_FEED_NS / 2, 0);
+	switch (policy) {
+	case WC_POLICY_SMOVE:
+		return smove_init();
+	case WC_POLICY_NEST:
+		return nest_init();
+	case WC_POLICY_HAIKU_LOW_LATENCY:
+	case WC_POLICY_HAIKU_POWER_SAVING:
+		return hk_init();
+	default:
+		return 0;
 	}
-	return 0;
 }
 
 void BPF_STRUCT_OPS(wc_exit, struct scx_exit_info *ei)

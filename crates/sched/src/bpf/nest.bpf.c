@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Part of main.bpf.c (one translation unit): Nest (Nest, section 3,
- * parameters from Table 1). Its warmers' runs and the primary nest's
- * bookkeeping at each run are in the operations of main.bpf.c.
+ * parameters from Table 1): its placement, and its operations on the base's
+ * (the primary nest's bookkeeping at each run, the warmer threads).
  */
 
 /* How long a warmer may wait before it runs for the watchdog's sake. */
@@ -433,6 +433,261 @@ static int feed_timer_cb(void *map, int *key, struct feed_timer *ft)
 			scx_bpf_kick_cpu(cpu, 0);
 		}
 	}
+	bpf_timer_start(&ft->timer, WC_WARM_FEED_NS / 2, 0);
+	return 0;
+}
+
+/* The CPU whose warmer @p is, -1 if it is none. */
+static __always_inline s32 nest_warmer_cpu(struct task_struct *p)
+{
+	struct task_ctx *tctx;
+
+	if (!nest_warm)
+		return -1;
+	tctx = task_ctx(p);
+	return tctx && tctx->is_warmer ? tctx->warmer_cpu : -1;
+}
+
+/* No CPU idles for @p's waiting work (kick_idle_for): one that only runs its
+ * warmer gives its core up. */
+static void nest_kick_warming(struct task_struct *p, s32 from)
+{
+	struct cpu_ctx *c;
+	s32 cpu;
+
+	if (!nest_warm)
+		return;
+	bpf_for(cpu, 0, nr_cpus) {
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		c = cpu_ctx(cpu);
+		if (c && c->warming) {
+			c->pull_hint = from;
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			stat_add(WC_ST_KICKS, 1);
+			return;
+		}
+	}
+}
+
+/* A warmer waits in its CPU's own queue (nest_dispatch runs it); a task
+ * queued on a CPU that only runs its warmer preempts it. */
+static void nest_enqueue(struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = nest_warm ? task_ctx(p) : NULL;
+	s32 cpu;
+
+	if (tctx && tctx->is_warmer) {
+		scx_bpf_dsq_insert(p, WC_WARM_DSQ_BASE + tctx->warmer_cpu, SCX_SLICE_INF, 0);
+		return;
+	}
+	cpu = base_enqueue(p, enq_flags, tctx);
+	if (cpu < 0)
+		return;
+	if (warming(cpu))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	else if (kick_idle_for(p, cpu) < 0)
+		nest_kick_warming(p, cpu);
+}
+
+static void nest_dispatch(s32 cpu, struct task_struct *prev)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	/* A warmer that waited for long runs first, for at most a tick: the
+	 * watchdog must see every runnable task run, even under overload. */
+	if (c && c->warm_feed) {
+		c->warm_feed = 0;
+		c->warm_spin = 0;
+		c->warm_ticks = nest_s_max_ticks;
+		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
+			return;
+	}
+	if (base_dispatch(cpu, c))
+		return;
+
+	/* Section 3.2: a primary core left idle by a task that blocked is kept
+	 * warm for up to S_max ticks. */
+	if (!nest_warm || !c || !c->warmer_pid)
+		return;
+	if (prev && prev->pid != c->warmer_pid && (prev->scx.flags & SCX_TASK_QUEUED))
+		return;	/* prev keeps its CPU */
+	if (c->warm_allowed && primary_has(cpu)) {
+		c->warm_allowed = 0;
+		c->warm_ticks = 0;
+		c->warm_spin = 1;
+		if (scx_bpf_dsq_move_to_local(WC_WARM_DSQ_BASE + cpu, 0))
+			stat_add(WC_ST_WARM_SPINS, 1);
+	}
+}
+
+/* A run starts: the task's last two CPUs (section 3.3), and the core in use
+ * or warming. */
+static void nest_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	struct task_ctx *tctx;
+	u64 now;
+
+	base_running(p, c);
+	perf_running(p, cpu, c);
+	tctx = task_ctx(p);
+	now = now_ns();
+	if (tctx && !tctx->is_warmer) {
+		if (tctx->hist[0] != cpu) {
+			tctx->hist[1] = tctx->hist[0];
+			tctx->hist[0] = cpu;
+		} else {
+			tctx->hist[1] = cpu;
+		}
+	}
+	if (c) {
+		c->claimed = 0;
+		if (tctx && tctx->is_warmer) {
+			c->warming = 1;
+			c->warm_start = now;
+			c->warm_last_run = now;
+		} else {
+			c->warming = 0;
+			c->last_used = now;
+			c->exited_here = 0;
+		}
+	}
+}
+
+static void nest_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool runnable)
+{
+	struct task_ctx *tctx;
+	u64 now;
+
+	perf_stopping(p, cpu, c, runnable);
+	tctx = task_ctx(p);
+	now = now_ns();
+	if (tctx && tctx->is_warmer) {
+		c->warming = 0;
+		c->warm_last_run = now;
+		/* A spin keeps the core in use (section 3.2: it is kept warm
+		 * because it is expected back soon): P_remove counts from its
+		 * end, so that a core left by a task that blocked stays in the
+		 * primary nest for up to S_max + P_remove ticks. Without this, a
+		 * fork/wait chain whose links last about P_remove (as under
+		 * emulation) finds its grandparent's core compacted at each fork
+		 * and hops to another core. */
+		if (c->warm_spin)
+			c->last_used = now;
+		c->warm_spin = 0;
+		if (c->warm_start && now > c->warm_start)
+			stat_add(WC_ST_WARM_NS, now - c->warm_start);
+		c->warm_start = 0;
+		return;
+	}
+	c->last_used = now;
+	if (!runnable) {
+		c->warm_allowed = 1;
+		c->exited_here = !!(p->flags & PF_EXITING);
+	}
+	base_stopping(p, c);
+}
+
+static void nest_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	struct task_ctx *tctx = nest_warm ? task_ctx(p) : NULL;
+	s32 nq, i;
+
+	perf_tick(p, cpu, c);
+	if (tctx && tctx->is_warmer) {
+		/* Spin at most S_max ticks, and never while any task waits. */
+		if (c)
+			c->warm_ticks++;
+		if (!c || c->warm_ticks >= nest_s_max_ticks) {
+			scx_bpf_task_set_slice(p, 0);
+			return;
+		}
+		bpf_for(i, 0, WC_PULL_TRIES) {
+			nq = waiting_any(NULL);
+			if (!cpu_ok(nq))
+				break;
+			if (scx_bpf_dsq_nr_queued(nq) > 0) {
+				scx_bpf_task_set_slice(p, 0);
+				stat_add(WC_ST_WARM_PREEMPTED, 1);
+				break;
+			}
+			waiting_clear(nq);
+		}
+		return;
+	}
+	if (base_tick(p, cpu))
+		nest_kick_warming(p, cpu);
+	/* A warmer waiting for long runs briefly: the watchdog must see it run. */
+	if (c && c->warmer_pid && time_after(now_ns(), c->warm_last_run + WC_WARM_FEED_NS) &&
+	    scx_bpf_dsq_nr_queued(WC_WARM_DSQ_BASE + cpu) > 0) {
+		c->warm_feed = 1;
+		scx_bpf_task_set_slice(p, 0);
+	}
+}
+
+/* Section 3.1: a core left idle by a terminating task is demoted. */
+static void nest_update_idle(s32 cpu, bool idle)
+{
+	struct bpf_cpumask *primary, *reserve;
+	struct cpu_ctx *c;
+
+	if (!idle || !nest_exit_demote)
+		return;
+	c = cpu_ctx(cpu);
+	if (!c || !c->exited_here)
+		return;
+	c->exited_here = 0;
+	bpf_rcu_read_lock();
+	primary = primary_mask;
+	reserve = reserve_mask;
+	if (primary && reserve)
+		nest_demote(primary, reserve, cpu);
+	bpf_rcu_read_unlock();
+}
+
+/* A warmer thread (the loader fills `warmers` before it attaches) is its
+ * CPU's. */
+static void nest_init_task(struct task_struct *p, struct task_ctx *tctx)
+{
+	s32 pid = p->pid, *wcpu;
+	struct cpu_ctx *c;
+
+	wcpu = bpf_map_lookup_elem(&warmers, &pid);
+	if (!wcpu || !cpu_ok(*wcpu))
+		return;
+	c = cpu_ctx(*wcpu);
+	tctx->is_warmer = 1;
+	tctx->warmer_cpu = *wcpu;
+	if (c) {
+		c->warmer_pid = pid;
+		c->warm_last_run = now_ns();
+	}
+}
+
+static void nest_exit_task(struct task_ctx *tctx)
+{
+	struct cpu_ctx *c;
+
+	if (!tctx->is_warmer)
+		return;
+	c = cpu_ctx(tctx->warmer_cpu);
+	if (c)
+		c->warmer_pid = 0;
+}
+
+/* The warmers' watchdog feed (ops.init). */
+static s32 nest_init(void)
+{
+	struct feed_timer *ft;
+	u32 key = 0;
+
+	if (!nest_warm)
+		return 0;
+	ft = bpf_map_lookup_elem(&feed_timers, &key);
+	if (!ft)
+		return -ENOENT;
+	bpf_timer_init(&ft->timer, &feed_timers, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&ft->timer, feed_timer_cb);
 	bpf_timer_start(&ft->timer, WC_WARM_FEED_NS / 2, 0);
 	return 0;
 }

@@ -153,3 +153,57 @@ direct:
 	*direct = idle;
 	return cfs;
 }
+
+/* A task whose move is pending waits for its timer, not for an idle CPU. */
+static void smove_enqueue(struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	s32 cpu = base_enqueue(p, enq_flags, tctx);
+
+	if (cpu >= 0 && !(tctx && tctx->smove_pending))
+		kick_idle_for(p, cpu);
+}
+
+static void smove_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	struct task_ctx *tctx;
+
+	base_running(p, c);
+	perf_running(p, cpu, c);
+	tctx = task_ctx(p);
+	if (tctx && tctx->smove_pending) {
+		/* The stale-flag cancel: the timer callback will find it stale. */
+		tctx->smove_pending = 0;
+		stat_add(WC_ST_TIMERS_CANCELLED, 1);
+	}
+}
+
+static void smove_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	perf_tick(p, cpu, c);
+	/* S_move samples the frequency at the tick (docs/model.md, S_move as
+	 * patched). */
+	if (freq_source == WC_FREQ_KERNEL && c)
+		c->perf_sample = scx_bpf_cpuperf_cur(cpu);
+	base_tick(p, cpu);
+}
+
+/* Each CPU's move timers (ops.init). */
+static s32 smove_init(void)
+{
+	struct smove_timer *t;
+	u32 key, i;
+	s32 cpu;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		bpf_for(i, 0, WC_SMOVE_TIMERS) {
+			key = cpu * WC_SMOVE_TIMERS + i;
+			t = bpf_map_lookup_elem(&smove_timers, &key);
+			if (!t)
+				return -ENOENT;
+			bpf_timer_init(&t->timer, &smove_timers, CLOCK_MONOTONIC);
+			bpf_timer_set_callback(&t->timer, smove_timer_cb);
+		}
+	}
+	return 0;
+}

@@ -271,3 +271,29 @@ static bool warm_keeps(s32 cpu)
 {
 	return nr_warm <= warm_perf_cpus && warm_has(cpu);
 }
+
+/* A run starts: the core joins the warm set before its target is set, so
+ * that a core that joins a small set asks for the top at once. */
+static void warm_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	base_running(p, c);
+	if (c)
+		warm_join(cpu, c, now_ns());
+	perf_running(p, cpu, c);
+}
+
+static void warm_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, bool runnable)
+{
+	perf_stopping(p, cpu, c, runnable);
+	/* The window counts from the end of the last run. */
+	c->last_used = now_ns();
+	c->warm_busy = 0;
+	base_stopping(p, c);
+}
+
+static void warm_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
+{
+	perf_tick(p, cpu, c);
+	warm_sweep(now_ns());
+	base_tick(p, cpu);
+}
