@@ -232,6 +232,11 @@ pub struct Settings {
     /// previous CPU and the fork's).
     #[arg(long)]
     pub warm_no_compact: bool,
+    /// warm: the search does not use every idle CPU of the task's die,
+    /// cold ones included, before the other dies' (it then takes idle
+    /// warm CPUs of any die before cold ones).
+    #[arg(long)]
+    pub warm_no_die: bool,
     /// warm: the largest warm set whose CPUs ask for the highest
     /// performance (0: never; they follow their utilisation).
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
@@ -474,6 +479,7 @@ impl Settings {
         set("warm_local", 0, !self.warm_no_local as u64);
         set("warm_fork", 0, !self.warm_no_fork as u64);
         set("warm_compact", 0, !self.warm_no_compact as u64);
+        set("warm_die", 0, !self.warm_no_die as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
         let held = self.warm(topo) == NestWarm::Pmqos;
         set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });

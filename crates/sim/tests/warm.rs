@@ -175,3 +175,32 @@ fn warm_holds_a_small_set_in_polling_through_pm_qos() {
     assert!(small < shallowest_exit as f64, "six held: {small:.0} ns to wake");
     assert!(large >= shallowest_exit as f64, "six not held: {large:.0} ns to wake");
 }
+
+/// A parent on CPU 0 forks 24 children 100 us apart, each computing 20 ms:
+/// more than a die's 16 cores of the 5218, fewer than its 32 CPUs.
+fn half_load() -> Workload {
+    let mut w = Workload::new("half");
+    let child = w.add("child", vec![Step::Compute(Amount::work_us(20_000.0, 0.0)), Step::Exit]);
+    let step = w.add("step", vec![Step::Fork(child), Step::Compute(Amount::work_us(100.0, 0.0))]);
+    let main = w.add("main", vec![Step::Repeat(step, 24), Step::WaitAll, Step::Exit]);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+#[test]
+fn warm_keeps_a_parallel_load_on_one_die() {
+    let m = common::quiet("xeon-gold-5218-2s");
+    // The dies the tasks ran on (the parent's is CPU 0's). A large set's
+    // forks queue on the parent's CPU (step 3): without it they reach the
+    // search.
+    let dies = |policy: &str| -> std::collections::BTreeSet<u32> {
+        let (_, evs) = simulate(&m, Governor::Schedutil, policy, half_load());
+        cpus(&evs).into_iter().map(|c| m.cpu_die[c as usize]).collect()
+    };
+    // A set larger than perf_cpus: the die's idle CPUs, SMT siblings
+    // included, before the other die's idle cores.
+    let warm = dies("scx:warm:local=off");
+    // Without it, the built-in selection takes the other die's idle cores.
+    let off = dies("scx:warm:local=off,die=off");
+    assert!(warm.len() == 1 && off.len() == 2, "dies: warm {warm:?}, die=off {off:?}");
+}

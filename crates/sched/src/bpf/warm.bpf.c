@@ -39,6 +39,7 @@ const volatile bool warm_prev = true;		/* step 1 */
 const volatile bool warm_local = true;		/* step 2, the parent's core */
 const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
+const volatile bool warm_die = true;		/* step 3, the die before the others */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
 /* The loader holds the warm set in polling while it has at most this many
@@ -133,14 +134,20 @@ static __always_inline s32 warm_first(struct bpf_cpumask *m, struct bpf_cpumask 
 	return -1;
 }
 
+/* The order of warm_search's passes with warm_die (without it: 0 to 3). */
+static const u32 warm_die_order[5] = { 0, 2, 4, 1, 3 };
+
 /* Step 3: an idle warm CPU of a whole idle core (then of any core), on
- * @start's die, then on the others. */
-static s32 warm_search(struct task_struct *p, s32 start, u64 now)
+ * @start's die, then on the others; for a set larger than warm_perf_cpus
+ * (warm_die), every idle CPU of the die, warm or not, before the other
+ * dies' (*@cold then says it was not warm). */
+static s32 warm_search(struct task_struct *p, s32 start, u64 now, bool *cold)
 {
 	const struct cpumask *idle, *die;
 	struct bpf_cpumask *m, *a, *b;
 	s32 here = bpf_get_smp_processor_id(), found = -1;
-	u32 pass;
+	u32 pass, step;
+	bool die_first;
 
 	bpf_rcu_read_lock();
 	m = warm_mask;
@@ -151,18 +158,36 @@ static s32 warm_search(struct task_struct *p, s32 start, u64 now)
 		bpf_rcu_read_unlock();
 		return -1;
 	}
-	bpf_for(pass, 0, 4) {
-		/* 0, 1: whole idle cores; 2, 3: any idle CPU. Even: the die. */
-		idle = pass < 2 ? scx_bpf_get_idle_smtmask() : scx_bpf_get_idle_cpumask();
-		bpf_cpumask_and(a, (const struct cpumask *)m, p->cpus_ptr);
-		bpf_cpumask_and(a, (const struct cpumask *)a, idle);
-		scx_bpf_put_idle_cpumask(idle);
-		bpf_cpumask_and(b, (const struct cpumask *)a, die);
-		if (pass & 1)
-			bpf_cpumask_xor(a, (const struct cpumask *)a, (const struct cpumask *)b);
-		else
-			bpf_cpumask_copy(a, (const struct cpumask *)b);
-		found = warm_first(m, a, now);
+	/* A small set is a few chains, whose next link wants a warm core
+	 * wherever it is; a larger one a parallel load, kept to one die as the
+	 * fair class keeps a wake-up to its LLC (select_idle_sibling): the
+	 * other die's cores stay idle and this die's turbo, set by its number
+	 * of active cores, stays lower, and its energy with it. */
+	die_first = warm_die && nr_warm > warm_perf_cpus;
+	bpf_for(pass, 0, 5) {
+		/* Without warm_die: 0, 1: whole idle cores; 2, 3: any idle CPU;
+		 * even: the die. With it: the die's (whole idle cores, then any
+		 * CPU, then any idle CPU of the die, cold ones too), then the
+		 * other dies'. */
+		step = die_first ? warm_die_order[pass] : pass;
+		if (step == 4 && !die_first)
+			break;
+		if (step == 4) {
+			bpf_cpumask_and(a, die, p->cpus_ptr);
+			found = scx_bpf_pick_idle_cpu((const struct cpumask *)a, 0);
+			*cold = found >= 0;
+		} else {
+			idle = step < 2 ? scx_bpf_get_idle_smtmask() : scx_bpf_get_idle_cpumask();
+			bpf_cpumask_and(a, (const struct cpumask *)m, p->cpus_ptr);
+			bpf_cpumask_and(a, (const struct cpumask *)a, idle);
+			scx_bpf_put_idle_cpumask(idle);
+			bpf_cpumask_and(b, (const struct cpumask *)a, die);
+			if (step & 1)
+				bpf_cpumask_xor(a, (const struct cpumask *)a, (const struct cpumask *)b);
+			else
+				bpf_cpumask_copy(a, (const struct cpumask *)b);
+			found = warm_first(m, a, now);
+		}
 		if (found >= 0)
 			break;
 	}
@@ -218,9 +243,9 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 		goto found_cpu;
 	}
 	if (warm_compact) {
-		cpu = warm_search(p, start, now);
+		cpu = warm_search(p, start, now, &idle);
 		if (cpu >= 0) {
-			stat_add(WC_ST_WARM_FOUND, 1);
+			stat_add(idle ? WC_ST_WARM_SPREAD : WC_ST_WARM_FOUND, 1);
 			goto found_cpu;
 		}
 	}
