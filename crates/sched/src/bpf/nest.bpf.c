@@ -5,8 +5,12 @@
  * (the primary nest's bookkeeping at each run, the warmer threads).
  */
 
-/* How long a warmer may wait before it runs for the watchdog's sake. */
-#define WC_WARM_FEED_NS (1000ULL * 1000 * 1000)
+/* How long a warmer may wait before it runs for the watchdog's sake. The
+ * feed timer looks every half of it, so that a warmer parked on an idle CPU
+ * waits at most 0.75 s: within the 1 s that the hunt's starvation bound
+ * gives any runnable task while a CPU it may use is idle (docs/hunt.md;
+ * with 1 s, such a warmer waited up to 1.5 s). */
+#define WC_WARM_FEED_NS (500ULL * 1000 * 1000)
 
 /* nest: the warmer thread of each CPU, by thread id (filled before attach). */
 struct {
