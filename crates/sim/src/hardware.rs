@@ -6,7 +6,7 @@
 //! energy of a run. The governors' own arithmetic and the per-core energy
 //! accounting are in dvfs.rs; the machine descriptions in machine.rs.
 //!
-//! The event loop (engine.rs) and the program interpreter (interp.rs) call
+//! The event loop (engine/mod.rs) and the program interpreter (engine/interp.rs) call
 //! in here when a CPU starts or stops running, spinning or idling; what a
 //! policy can see of the result (`cur_freq`, `tick_freq`, `idle_state`) is
 //! in sim.rs.

@@ -8,9 +8,9 @@
 //! `Sim` also holds what the rest of the simulator keeps between events; the
 //! fields a policy must not touch are crate-private. The other jobs on the
 //! same state live in their own files:
-//! - engine.rs: the event loop and the scheduler core around the policy
+//! - engine/mod.rs: the event loop and the scheduler core around the policy
 //!   (wake-ups, blocking, preemption, context switches, ticks);
-//! - interp.rs: the interpreter of the tasks' programs (steps, pipes,
+//! - engine/interp.rs: the interpreter of the tasks' programs (steps, pipes,
 //!   futexes, barriers);
 //! - hardware.rs: the machine model (execution rates, SMT, turbo ceilings,
 //!   DVFS, PELT and schedutil, idle states, energy).
@@ -180,7 +180,7 @@ pub struct Task {
     /// The barrier it spin-waits at (Step::BarrierSpin): it stays running
     /// (or runnable, if preempted) with the spin's cycles as its work; if
     /// the spin runs out first it blocks on the barrier. A busy-wait on a
-    /// pipe (Step::PipeSpinRead) is here too (interp.rs, PIPE_SPIN).
+    /// pipe (Step::PipeSpinRead) is here too (engine/interp.rs, PIPE_SPIN).
     pub(crate) spinning: Option<u32>,
     /// The task's PELT utilisation (0..1) as of `util_t`.
     pub(crate) util: f64,
@@ -550,7 +550,7 @@ impl Sim {
         self.emit(cpu, pid, id, a, b);
     }
 
-    // ---- internals, shared with engine.rs, interp.rs and hardware.rs ----
+    // ---- internals, shared with engine/ and hardware.rs ----
     pub(crate) fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
         self.seq += 1;
         self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));

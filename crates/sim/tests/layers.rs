@@ -36,10 +36,10 @@ const LAYERS: &[&[&str]] = &[
     &["slocal", "smove", "nest"],
     // Every policy by name.
     &["policies"],
-    // The event loop and the scheduler core around the policy, then the
-    // interpreter of the tasks' programs (its methods are the engine's).
+    // The event loop and the scheduler core around the policy, with its
+    // parts: the interpreter of the tasks' programs and CPU hotplug (every
+    // method of the engine is in src/engine/).
     &["engine"],
-    &["interp", "hotplug"],
     // A run from names and parameters, and its report; the hunt for
     // failures, which runs and checks generated workloads.
     &["run", "hunt"],

@@ -747,7 +747,7 @@ impl Policy for ScxPolicy {
     fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
         self.change(sim, t, |s, sim| {
             // A daemon pinned to a CPU going offline loses its pin
-            // (select_fallback_rq, hotplug.rs).
+            // (select_fallback_rq, engine/hotplug.rs).
             s.k.ts_mut(t).pinned = sim.task(t).pinned;
             s.copy_cpus(sim, t);
             s.tell_cpumask(sim, t);

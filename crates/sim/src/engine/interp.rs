@@ -8,7 +8,7 @@
 //! not the scheduler's: a new step kind changes only this file. The task
 //! state changes that steps cause and that other events share (blocking,
 //! waking, exit and the wake-up of a waiting parent, fork's placement, the
-//! context switch) are the engine's (engine.rs); the rate at which computed
+//! context switch) are the engine's (engine/mod.rs); the rate at which computed
 //! work runs is the hardware model's (hardware.rs).
 
 use warmcore_trace::event::prev_state;

@@ -12,14 +12,21 @@
 //! This file holds the event loop (`Engine::run`, `handle`, and `drain` for
 //! what handlers and policies ask for) and the scheduler core around the
 //! policy: task creation, wake-ups, blocking, exit, preemption, context
-//! switches, idle entry and exit, ticks. Its neighbours:
-//! - sim.rs: `Sim`, `Task`, `Cpu`, what a policy reads and may do;
+//! switches, idle entry and exit, ticks. The engine's other methods are in
+//! its two parts:
 //! - interp.rs: the interpreter of the tasks' programs (`advance`);
+//! - hotplug.rs: CPU hotplug (`set_online`).
+//!
+//! Its neighbours:
+//! - sim.rs: `Sim`, `Task`, `Cpu`, what a policy reads and may do;
 //! - hardware.rs: rates, DVFS, PELT and schedutil, idle-state choice,
 //!   energy.
 //!
 //! The types of the policy interface are re-exported here, where the rest of
 //! the workspace has always found them.
+
+mod hotplug;
+mod interp;
 
 use std::collections::VecDeque;
 
