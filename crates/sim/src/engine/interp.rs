@@ -151,13 +151,7 @@ impl Engine {
                     let w = Wake { kind: WakeKind::Exec, waker: Some(t), waker_cpu: c, sync: false };
                     let target = self.checked_select(t, c, w);
                     if target != c {
-                        self.stop(c, t, prev_state::RUNNABLE);
-                        self.sim.tasks[t as usize].state = TState::Runnable;
-                        self.policy.stopping(&mut self.sim, t, c, true);
-                        self.sim.migrate(t, c, target, c);
-                        self.policy.enqueue(&mut self.sim, t, target, Enq::Exec);
-                        self.sim.kick(target);
-                        self.sim.actions.push_back(Action::Schedule(c));
+                        self.move_running(t, c, target);
                         return Ok(());
                     }
                 }
@@ -451,6 +445,20 @@ impl Engine {
         left
     }
 
+    /// The running task `t` leaves CPU `from` for `to`, where the policy
+    /// queues it as it queues an exec's migration (sched_exec's and
+    /// affine_move_task's stopper: the task is preempted, moved, enqueued
+    /// there); `from` schedules again.
+    fn move_running(&mut self, t: Tid, from: u32, to: u32) {
+        self.stop(from, t, prev_state::RUNNABLE);
+        self.sim.tasks[t as usize].state = TState::Runnable;
+        self.policy.stopping(&mut self.sim, t, from, true);
+        self.sim.migrate(t, from, to, from);
+        self.policy.enqueue(&mut self.sim, t, to, Enq::Exec);
+        self.sim.kick(to);
+        self.sim.actions.push_back(Action::Schedule(from));
+    }
+
     /// A running task whose CPU it may no longer use is preempted and moved
     /// to the fallback CPU (affine_move_task's stopper, as exec's
     /// migration). True if it left its CPU.
@@ -461,13 +469,7 @@ impl Engine {
         }
         let dest = self.fallback(t, r);
         self.sim.sync_progress(r);
-        self.stop(r, t, prev_state::RUNNABLE);
-        self.sim.tasks[t as usize].state = TState::Runnable;
-        self.policy.stopping(&mut self.sim, t, r, true);
-        self.sim.migrate(t, r, dest, r);
-        self.policy.enqueue(&mut self.sim, t, dest, Enq::Exec);
-        self.sim.kick(dest);
-        self.sim.actions.push_back(Action::Schedule(r));
+        self.move_running(t, r, dest);
         true
     }
 
