@@ -160,6 +160,39 @@ fn sched_ext_calls_set_cpumask_with_the_new_mask() {
 }
 
 #[test]
+fn a_mask_equal_to_the_tasks_own_changes_nothing() {
+    // core.c, __set_cpus_allowed_ptr_locked: when the new mask equals
+    // p->cpus_mask it returns before __do_set_cpus_allowed, so neither
+    // ops.set_cpumask nor the change's dequeue and enqueue (ops.quiescent,
+    // ops.runnable) happens. The same CPUs in another order, or a mask that
+    // names CPUs the machine lacks besides them, are the same mask.
+    let m = common::quiet("default");
+    let mut w = Workload::new("same-mask");
+    let step = || Step::Compute(us(100.0));
+    let main = w.add(
+        "main",
+        vec![
+            Step::Affinity([0u32, 1, 2].into(), false),
+            step(),
+            Step::Affinity([2u32, 1, 0].into(), false),
+            step(),
+            Step::Affinity([0u32, 1, 2, 900].into(), false),
+            step(),
+            Step::Affinity([0u32, 5].into(), false),
+            step(),
+            Step::Exit,
+        ],
+    );
+    w.initial.push((main, "main".into(), None));
+    let (out, _) = run(&m, &broken(), w);
+    assert!(out.partial.is_none(), "{:?}", out.partial);
+    let s = &out.policy_stats;
+    assert_eq!(s["nr_set_cpumask"], 2, "{s}");
+    assert_eq!((s["nr_quiescent_save"].as_u64(), s["nr_runnable_restore"].as_u64()), (Some(2), Some(2)), "{s}");
+    assert_eq!(s["nr_out_of_turn"], 0, "{s}");
+}
+
+#[test]
 fn sched_ext_refuses_an_insert_into_the_local_queue_of_a_cpu_the_task_may_not_use() {
     // ext.c, dispatch_to_local_dsq: task_can_run_on_remote_rq(..., true)
     // ejects the scheduler with the kernel's message.

@@ -398,8 +398,16 @@ impl Engine {
     }
 
     /// Set `t`'s allowed CPUs: the policy is told, and a running task its
-    /// CPU left is moved. True if it left its CPU.
+    /// CPU left is moved. True if it left its CPU. A mask equal to the one
+    /// the task has changes nothing (core.c, __set_cpus_allowed_ptr_locked:
+    /// `cpumask_equal(&p->cpus_mask, new_mask)` returns before
+    /// __do_set_cpus_allowed, so no set_cpus_allowed and no dequeue and
+    /// enqueue); it compares p->cpus_mask, not a migration-disabled
+    /// section's narrowed cpus_ptr.
     fn apply_cpus(&mut self, t: Tid, new: Option<Box<[u64]>>) -> bool {
+        if self.sim.tasks[t as usize].cpus == new {
+            return false;
+        }
         self.sim.tasks[t as usize].cpus = new;
         self.policy.set_cpumask(&mut self.sim, t);
         self.move_off_disallowed(t)
