@@ -75,7 +75,7 @@ struct wc_cpumask_node {
 static struct wc_cpumask_node *wc_cpumasks;
 
 /* The online and possible CPUs (every CPU of the machine). */
-static struct cpumask wc_online_mask;
+static struct cpumask wc_possible_mask, wc_online_mask;
 
 static int wc_streq(const char *a, const char *b)
 {
@@ -1019,16 +1019,20 @@ int scx_bpf_cpu_node(s32 cpu)
 	return wc_cpu_node[cpu];
 }
 
+/* ext.c: cpu_possible_mask, every CPU of the machine. */
 const struct cpumask *scx_bpf_get_possible_cpumask(void)
 {
-	return &wc_online_mask;
+	return &wc_possible_mask;
 }
 
+/* ext.c: cpu_online_mask, as the simulator's hotplug keeps it
+ * (wc_sim_set_online). */
 const struct cpumask *scx_bpf_get_online_cpumask(void)
 {
 	return &wc_online_mask;
 }
 
+/* ext.c: the masks above are the kernel's own; nothing to release. */
 void scx_bpf_put_cpumask(const struct cpumask *cpumask)
 {
 }
@@ -1301,6 +1305,7 @@ int wc_sim_attach(const struct wc_host_ops *ops, const struct wc_sim_topology *t
 		wc_idle_tasks[c].p.cpus_ptr = &wc_idle_tasks[c].p.cpus_mask;
 		wc_idle_tasks[c].p.cpus_mask.bits[c / 64] = 1UL << (c % 64);
 		wc_idle_tasks[c].p.nr_cpus_allowed = 1;
+		wc_possible_mask.bits[c / 64] |= 1UL << (c % 64);
 		wc_online_mask.bits[c / 64] |= 1UL << (c % 64);
 	}
 	for (t = 0; t < WC_NR_TUS; t++) {
@@ -1715,6 +1720,18 @@ void wc_sim_stopping(struct task_struct *p, u32 runnable)
 void wc_sim_set_cpumask(struct task_struct *p)
 {
 	WC_CALL(set_cpumask, (u64)p, (u64)p->cpus_ptr);
+}
+
+/* kernel/cpu.c, set_cpu_online: @cpu enters or leaves cpu_online_mask
+ * (every CPU is online at attach). */
+void wc_sim_set_online(s32 cpu, bool online)
+{
+	if (cpu < 0 || (u32)cpu >= wc_nr_cpus)
+		return;
+	if (online)
+		wc_online_mask.bits[cpu / 64] |= 1UL << (cpu % 64);
+	else
+		wc_online_mask.bits[cpu / 64] &= ~(1UL << (cpu % 64));
 }
 
 /* ext.c, handle_hotplug: the CPU came back, or is going down. */

@@ -141,3 +141,38 @@ fn the_last_online_cpu_and_a_cpu_the_machine_lacks_are_refused() {
     let e = run_error("core2duo-e8400", one(vec![Step::CpuOnline(1, false), Step::CpuOnline(1, false), Step::CpuOnline(0, true)]));
     assert_eq!(e, "");
 }
+
+/// A test scheduler of tests/fixtures (bpf:DIR).
+fn fixture(name: &str) -> String {
+    format!("bpf:{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_online_cpumask_a_program_gets_follows_hotplug() {
+    // ext.c, scx_bpf_get_online_cpumask: cpu_online_mask, and
+    // scx_bpf_get_possible_cpumask: cpu_possible_mask, every CPU. A CPU
+    // going down leaves cpu_online_mask after ops.cpu_offline (called from
+    // sched_cpu_deactivate, before takedown_cpu's set_cpu_online); one
+    // coming up enters it before ops.cpu_online (sched_cpu_activate). The
+    // fixture keeps the weights it saw at ops.init and ops.running.
+    let m = common::quiet("default");
+    let n = m.nr_cpus as u64;
+    let (out, _) = simulate(&m, Governor::Powersave, &fixture("online-mask"), offline_window(&m, vec![]));
+    let s = |k: &str| common::stat(&out, k);
+    assert_eq!((s("init_online"), s("init_possible")), (n, n));
+    assert_eq!((s("min_online"), s("max_online")), (n - 1, n));
+    assert_eq!((s("nr_cpu_offline"), s("offline_was_online")), (1, 1));
+    assert_eq!((s("nr_cpu_online"), s("online_was_online")), (1, 1));
+    // Without the operations the kernel exits the scheduler and its loader
+    // loads it again once the CPU is down: the new copy sees it offline
+    // from ops.init on, and every CPU as possible.
+    let mut w = offline_window(&m, vec![]);
+    let ctl = w.initial.last().unwrap().0;
+    w.programs[ctl as usize].steps.truncate(2);
+    w.programs[ctl as usize].steps.push(Step::Exit);
+    let (out, _) = simulate(&m, Governor::Powersave, &fixture("online-mask-reload"), w);
+    let s = |k: &str| common::stat(&out, k);
+    assert_eq!((s("init_online"), s("init_possible")), (n - 1, n));
+    assert_eq!((s("min_online"), s("max_online")), (n - 1, n - 1));
+    assert_eq!(s("nr_cpu_offline"), 0);
+}

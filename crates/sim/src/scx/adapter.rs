@@ -1026,6 +1026,11 @@ impl Policy for ScxPolicy {
         }
         // SAFETY: the program is attached; the CPU is valid.
         self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.cpu_offline)(cpu as c_int) });
+        // The CPU leaves cpu_online_mask after ops.cpu_offline: the kernel
+        // calls it at CPUHP_AP_ACTIVE (sched_cpu_deactivate), before
+        // takedown_cpu's __cpu_disable clears the CPU (set_cpu_online).
+        // SAFETY: the program is attached.
+        unsafe { (self.prog.f.set_online)(cpu as c_int, false) };
         for t in 0..sim.nr_tasks() {
             let task = sim.task(t);
             if task.cpu != cpu || task.state != TState::Runnable || task.migration_disabled > 0 || sim.abort.is_some() {
@@ -1048,6 +1053,11 @@ impl Policy for ScxPolicy {
             self.restart(sim, cpu, true);
             return;
         }
+        // The CPU is in cpu_online_mask before ops.cpu_online: the kernel
+        // sets it (set_cpu_online, in the CPU's bring-up) before
+        // CPUHP_AP_ACTIVE's sched_cpu_activate calls the operation.
+        // SAFETY: the program is attached.
+        unsafe { (self.prog.f.set_online)(cpu as c_int, true) };
         // SAFETY: the program is attached; the CPU is valid.
         self.call(sim, cpu, None, Context::Other, |f| unsafe { (f.cpu_online)(cpu as c_int) });
     }
@@ -1147,6 +1157,12 @@ impl ScxPolicy {
         new.restarts = self.restarts + 1;
         new.broken = self.broken.take();
         *self = new;
+        // The new copy sees cpu_online_mask as the machine has it now,
+        // from ops.init on (bpfland's and flash's init read it).
+        for c in (0..self.k.nr_cpus).filter(|&c| !sim.online(c)) {
+            // SAFETY: the program is attached; the CPU is valid.
+            unsafe { (self.prog.f.set_online)(c as c_int, false) };
+        }
         self.init(sim);
         for c in 0..self.k.nr_cpus {
             let idle = sim.cpu(c).mode == Mode::Idle;

@@ -197,6 +197,7 @@ entry_points! {
     tick: unsafe extern "C" fn(TaskPtr),
     cpu_online: unsafe extern "C" fn(c_int),
     cpu_offline: unsafe extern "C" fn(c_int),
+    set_online: unsafe extern "C" fn(c_int, bool),
     update_idle: unsafe extern "C" fn(c_int, u32),
     enable: unsafe extern "C" fn(TaskPtr),
     init_task: unsafe extern "C" fn(TaskPtr, u32) -> c_int,
