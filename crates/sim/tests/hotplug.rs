@@ -176,3 +176,34 @@ fn the_online_cpumask_a_program_gets_follows_hotplug() {
     assert_eq!((s("min_online"), s("max_online")), (n - 1, n - 1));
     assert_eq!(s("nr_cpu_offline"), 0);
 }
+
+#[test]
+fn a_cpusets_effective_cpus_follow_hotplug() {
+    // kernel/cgroup/cpuset.c, cpuset_handle_hotplug and
+    // hotplug_update_tasks (cgroup v2): a cpuset's effective_cpus are its
+    // CPUs that are online, its members' masks follow them, and the CPUs
+    // come back with the CPU; a cpuset none of whose CPUs is online takes
+    // its parent's, the root's every online CPU, until one is back.
+    for &policy in POLICIES {
+        let m = common::quiet("default");
+        let member_cpus = |evs: &[(u32, Event)], from: u64, to: u64| -> std::collections::BTreeSet<u32> {
+            let ctl = last_pid(evs);
+            let ins = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() != 0 && e.a() != ctl && e.ts > from && e.ts < to);
+            ins.map(|x| x.0).collect()
+        };
+        // CPUs 2 and 3: CPU 2 alone while 3 is down, both again after.
+        let two = vec![Step::CpusetCpus(0, [2u32, CPU].into()), Step::JoinCpuset(0)];
+        let (_, evs) = simulate(&m, Governor::Powersave, policy, offline_window(&m, two));
+        let (off, on) = window(&evs);
+        assert_eq!(member_cpus(&evs, off, on), [2].into(), "{policy}");
+        assert_eq!(member_cpus(&evs, on, u64::MAX), [2, CPU].into(), "{policy}");
+        // CPU 3 alone: every online CPU while it is down, CPU 3 alone again
+        // after (the select_fallback_rq path would have left them every CPU).
+        let one = vec![Step::CpusetCpus(0, [CPU].into()), Step::JoinCpuset(0)];
+        let (_, evs) = simulate(&m, Governor::Powersave, policy, offline_window(&m, one));
+        let (off, on) = window(&evs);
+        let during = member_cpus(&evs, off, on);
+        assert!(during.len() > 1 && !during.contains(&CPU), "{policy}: {during:?}");
+        assert_eq!(member_cpus(&evs, on, u64::MAX), [CPU].into(), "{policy}");
+    }
+}

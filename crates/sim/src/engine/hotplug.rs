@@ -42,8 +42,10 @@ impl Engine {
         if online {
             self.sim.offline[cpu as usize] = false;
             self.sim.nr_online += 1;
+            // sched_cpu_activate: cpuset_cpu_active before the class is told.
+            let left = self.cpusets_follow_hotplug(me);
             self.policy.cpu_online(&mut self.sim, cpu);
-            return Ok(false);
+            return Ok(left);
         }
         if self.sim.nr_online == 1 {
             return Err(SimError::Input(format!(
@@ -53,6 +55,10 @@ impl Engine {
         }
         self.sim.offline[cpu as usize] = true;
         self.sim.nr_online -= 1;
+        // sched_cpu_deactivate: cpuset_cpu_inactive takes the CPU out of
+        // the cpusets' effective CPUs, and their members' masks, before
+        // balance_push moves what is left.
+        let mut left = self.cpusets_follow_hotplug(me);
         // The tasks there that no online CPU allows lose their affinity
         // first, as select_fallback_rq does when balance_push moves them.
         let here: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
@@ -64,9 +70,8 @@ impl Engine {
         for &t in &here {
             self.fallback(t, cpu);
         }
-        let mut left = false;
         if let Some(t) = self.sim.cpus[cpu as usize].curr {
-            left = self.move_off_disallowed(t) && t == me;
+            left |= self.move_off_disallowed(t) && t == me;
         }
         // The class is told once the running task has left: a sched_ext
         // scheduler the kernel exits is loaded again when the CPU is down,

@@ -365,9 +365,9 @@ impl Engine {
     /// CPU.
     fn set_affinity(&mut self, t: Tid, cpus: &[u32], own: bool) -> bool {
         let Some(asked) = self.mask_of(cpus) else { return false };
-        // __sched_setaffinity: within the task's cpuset's CPUs
+        // __sched_setaffinity: within the task's cpuset's effective CPUs
         // (cpuset_cpus_allowed); nothing left is EINVAL.
-        let cs = self.sim.tasks[t as usize].cpuset.and_then(|i| self.sim.cpusets[i as usize].clone());
+        let cs = self.sim.tasks[t as usize].cpuset.and_then(|i| self.cpuset_cpus(i));
         let Some(new) = and(Some(&asked), cs.as_deref()) else { return false };
         let task = &self.sim.tasks[t as usize];
         if own && task.migration_disabled > 0 && !bit(&new, task.cpu) {
@@ -413,13 +413,26 @@ impl Engine {
         self.move_off_disallowed(t)
     }
 
+    /// Cpuset `i`'s effective_cpus, the CPUs its members may use
+    /// (kernel/cgroup/cpuset.c, compute_effective_cpumask: its CPUs within
+    /// its parent's, the root's being the active CPUs, which hotplug keeps,
+    /// cpuset_handle_hotplug); when none of its CPUs is online, its
+    /// parent's (hotplug_update_tasks, cgroup v2): every online CPU. None
+    /// for every CPU.
+    fn cpuset_cpus(&self, i: u32) -> Option<Box<[u64]>> {
+        let online: Vec<u32> = (0..self.sim.machine.nr_cpus).filter(|&c| self.sim.online(c)).collect();
+        let online = self.mask_of(&online)?;
+        let eff = and(self.sim.cpusets[i as usize].as_deref(), Some(&online)).unwrap_or(online);
+        self.unless_all(eff)
+    }
+
     /// The CPUs a task of cpuset `cs` that asked for `user` may use
     /// (cpuset.c, update_tasks_cpumask and cpuset_attach, through
     /// __set_cpus_allowed_ptr's user_cpus_ptr test): their intersection,
-    /// or the cpuset's CPUs when that is empty.
+    /// or the cpuset's effective CPUs when that is empty.
     fn cpuset_effective(&self, t: Tid) -> Option<Box<[u64]>> {
         let task = &self.sim.tasks[t as usize];
-        let cs = task.cpuset.and_then(|i| self.sim.cpusets[i as usize].clone());
+        let cs = task.cpuset.and_then(|i| self.cpuset_cpus(i));
         match and(task.user_cpus.as_deref(), cs.as_deref()) {
             Some(m) => Some(m),
             None => cs,
@@ -439,6 +452,25 @@ impl Engine {
     fn set_cpuset_cpus(&mut self, me: Tid, i: u32, cpus: &[u32]) -> bool {
         let mask = self.mask_of(cpus).and_then(|m| self.unless_all(m));
         self.sim.cpusets[i as usize] = mask;
+        self.update_members(me, i)
+    }
+
+    /// Hotplug changed the online CPUs: every cpuset's effective CPUs
+    /// follow, and its live members' allowed CPUs with them
+    /// (cpuset.c, cpuset_handle_hotplug, cpuset_hotplug_update_tasks,
+    /// cpuset_update_tasks_cpumask; synchronous in the hotplug since 6.10).
+    /// True if `me` left its CPU.
+    pub(crate) fn cpusets_follow_hotplug(&mut self, me: Tid) -> bool {
+        let mut left = false;
+        for i in 0..self.sim.cpusets.len() as u32 {
+            left |= self.update_members(me, i);
+        }
+        left
+    }
+
+    /// Every live member of cpuset `i` gets the CPUs it may now use
+    /// (update_tasks_cpumask). True if `me` left its CPU.
+    fn update_members(&mut self, me: Tid, i: u32) -> bool {
         let members: Vec<Tid> = (0..self.sim.tasks.len() as Tid)
             .filter(|&k| {
                 let task = &self.sim.tasks[k as usize];
