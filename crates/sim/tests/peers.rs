@@ -6,7 +6,7 @@
 
 use warmcore_sim::engine::{Engine, Limits, Outcome};
 use warmcore_sim::make_policy;
-use warmcore_sim::program::Workload;
+use warmcore_sim::program::{Amount, Step, Workload};
 use warmcore_sim::scx::{build_variant, peers, ScxPolicy, Source};
 use warmcore_sim::workloads;
 use warmcore_sim::{Governor, Machine};
@@ -324,4 +324,38 @@ fn a_directory_with_a_copy_of_a_peer_runs_as_the_peer() {
         let (_, builtin) = simulate(&m, Governor::Powersave, &format!("scx:bpfland{params}"), wl("hackbench:groups=2,loops=10", &m));
         assert!(mine == builtin, "bpf:DIR{params} and scx:bpfland{params} differ");
     }
+}
+
+#[test]
+fn a_peer_loaded_again_after_hotplug_gets_its_loaders_plan_for_the_cpus_online() {
+    // A peer without ops.cpu_offline is exited at a CPU's offlining and its
+    // loader starts again, reading scx_utils' Topology, which lists the
+    // online CPUs only: scx_bpfland's Scheduler::init sets primary_all to
+    // `domain.weight() == *NR_CPU_IDS`, true on the whole machine, false
+    // with its primary domain (every CPU online) one CPU short.
+    built();
+    let m = common::quiet("default");
+    let run = |offline: bool| {
+        let mut w = Workload::new("offline");
+        let busy = w.add("busy", vec![Step::Compute(Amount::work_us(30_000.0, 0.0)), Step::Exit]);
+        let mut steps = vec![Step::Sleep(Amount::fixed(5e6))];
+        if offline {
+            steps.push(Step::CpuOnline(3, false));
+        }
+        steps.push(Step::Exit);
+        let ctl = w.add("ctl", steps);
+        for i in 0..m.nr_cpus {
+            w.initial.push((busy, format!("busy{i}"), None));
+        }
+        w.initial.push((ctl, "ctl".into(), Some(0)));
+        let mut p = ScxPolicy::with_program(&m, "bpfland", &[], None).unwrap_or_else(|e| panic!("{e}"));
+        p.report(&["primary_all"]);
+        let mut e = Engine::new(m.clone(), Governor::Powersave, Box::new(p), w, 1, Box::new(Collect::default())).unwrap();
+        e.check_invariants = true;
+        let out = e.run(Limits::default()).unwrap();
+        assert!(out.partial.is_none(), "{:?}", out.partial);
+        stat(&out, "primary_all")
+    };
+    assert_eq!(run(false), 1);
+    assert_eq!(run(true), 0);
 }

@@ -47,6 +47,18 @@ struct Reload {
     plan: Plan,
     so: std::borrow::Cow<'static, [u8]>,
     settings: Option<Settings>,
+    /// A peer's (or bpf:DIR's) recipe, to make its loader's plan again.
+    recipe: Option<Recipe>,
+}
+
+/// A recipe as `recipe::plan` reads it: its path as errors name it, its
+/// text, the policy's name and its parameters.
+#[derive(Clone)]
+struct Recipe {
+    path: String,
+    text: String,
+    name: String,
+    params: Vec<(String, String)>,
 }
 
 /// `--nest-warm pmqos` (and warm's `--warm-poll-cpus`) as `warmcore sched`
@@ -109,9 +121,11 @@ impl ScxPolicy {
     pub fn from_dir(machine: &Machine, dir: &str, params: &[(String, String)]) -> Result<ScxPolicy, SimError> {
         let label = format!("bpf:{dir}");
         let (so, recipe_path, recipe) = super::dir::build(std::path::Path::new(dir)).map_err(|e| SimError::Input(format!("{label}: {e}")))?;
-        let plan = super::recipe::plan(&recipe_path, &recipe, &label, params, &peer_machine(machine)).map_err(SimError::Input)?;
+        let plan = super::recipe::plan(&recipe_path, &recipe, &label, params, &peer_machine(machine, |_| true)).map_err(SimError::Input)?;
         let stats = super::recipe::stats(&recipe);
-        ScxPolicy::build(machine, label, plan, so.into(), None, Some(stats))
+        let mut p = ScxPolicy::build(machine, label.clone(), plan, so.into(), None, Some(stats))?;
+        p.reload.recipe = Some(Recipe { path: recipe_path, text: recipe, name: label, params: params.to_vec() });
+        Ok(p)
     }
 
     /// As `with_program`, and for a peer with another recipe: (its path as
@@ -125,7 +139,7 @@ impl ScxPolicy {
     ) -> Result<ScxPolicy, SimError> {
         let topo = topology(machine);
         // The loader: a peer's recipe, or warmcore's settings.
-        let (plan, so, settings, peer_stats) = match super::peers::find(name) {
+        let (plan, so, settings, peer_stats, recipe) = match super::peers::find(name) {
             Some(peer) => {
                 let so: std::borrow::Cow<'static, [u8]> = match (shared_object, peer.so) {
                     (Some(so), _) => so.to_vec().into(),
@@ -139,8 +153,9 @@ impl ScxPolicy {
                 };
                 let default_path = super::peers::recipe_name(peer);
                 let (path, text) = recipe.unwrap_or((&default_path, peer.recipe));
-                let plan = super::recipe::plan(path, text, name, params, &peer_machine(machine)).map_err(SimError::Input)?;
-                (plan, so, None, Some(super::recipe::stats(text)))
+                let plan = super::recipe::plan(path, text, name, params, &peer_machine(machine, |_| true)).map_err(SimError::Input)?;
+                let recipe = Recipe { path: path.to_string(), text: text.to_string(), name: name.to_string(), params: params.to_vec() };
+                (plan, so, None, Some(super::recipe::stats(text)), Some(recipe))
             }
             None => {
                 if ScxName::from_name(name).is_none() {
@@ -152,10 +167,12 @@ impl ScxPolicy {
                 let settings = Settings::from_params(name, params).map_err(SimError::Input)?;
                 let plan = super::loader::warmcore_plan(&settings, &topo);
                 let so = shared_object.map_or(program::SHARED_OBJECT.into(), |so| so.to_vec().into());
-                (plan, so, Some(settings), None)
+                (plan, so, Some(settings), None, None)
             }
         };
-        ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats)
+        let mut p = ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats)?;
+        p.reload.recipe = recipe;
+        Ok(p)
     }
 
     /// A program with its loader's plan, as `label` (scx:NAME, bpf:DIR).
@@ -266,7 +283,7 @@ impl ScxPolicy {
         for w in &plan.rodata {
             super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
         }
-        let reload = Reload { machine: machine.clone(), plan: plan.clone(), so, settings: settings.clone() };
+        let reload = Reload { machine: machine.clone(), plan: plan.clone(), so, settings: settings.clone(), recipe: None };
         let nest = settings.as_ref().is_some_and(|s| s.policy == ScxName::Nest);
         let warm = settings.as_ref().map_or(NestWarm::Off, |s| s.warm(&topo));
         // SAFETY: constants of the program's build.
@@ -1145,7 +1162,20 @@ impl ScxPolicy {
                 }
             }
             plan = super::loader::warmcore_plan(settings, &topo);
+        } else if let Some(rc) = &r.recipe {
+            // A peer's loader starts again on the CPUs now online: its
+            // recipe reads scx_utils' topology (sysfs), which lists only
+            // those.
+            let m = super::peer_machine(&r.machine, |c| sim.online(c));
+            match super::recipe::plan(&rc.path, &rc.text, &rc.name, &rc.params, &m) {
+                Ok(p) => plan = p,
+                Err(e) => {
+                    sim.abort(format!("{}: its loader's plan after CPU hotplug ({why}): {e}", self.name));
+                    return;
+                }
+            }
         }
+        let recipe = r.recipe.clone();
         let new = ScxPolicy::build(&r.machine, self.name.clone(), plan, r.so.clone(), r.settings.clone(), self.peer_stats.clone());
         let mut new = match new {
             Ok(p) => p,
@@ -1156,6 +1186,7 @@ impl ScxPolicy {
         };
         new.restarts = self.restarts + 1;
         new.broken = self.broken.take();
+        new.reload.recipe = recipe;
         *self = new;
         // The new copy sees cpu_online_mask as the machine has it now,
         // from ops.init on (bpfland's and flash's init read it).

@@ -90,14 +90,16 @@ pub fn topology(machine: &Machine) -> Topology {
     }
 }
 
-/// The machine as the peers' loaders read it (scx_utils's `Topology`).
-pub fn peer_machine(machine: &Machine) -> recipe::Machine {
+/// The machine as the peers' loaders read it (scx_utils's `Topology`),
+/// with the CPUs `online` says are: sysfs lists only those (a loader
+/// started again after CPU hotplug sees the others gone).
+pub fn peer_machine(machine: &Machine, online: impl Fn(u32) -> bool) -> recipe::Machine {
     let n = machine.nr_cpus as usize;
-    // scx_utils Topology::sibling_cpus: the first two CPUs of each core
-    // name each other; a core of one CPU has none.
+    // scx_utils Topology::sibling_cpus: the first two online CPUs of each
+    // core name each other; a core of one has none.
     let mut sibling = vec![-1i64; n];
     for cpus in &machine.core_cpus {
-        let mut c: Vec<u32> = cpus.clone();
+        let mut c: Vec<u32> = cpus.iter().copied().filter(|&c| online(c)).collect();
         c.sort();
         if c.len() > 1 {
             sibling[c[0] as usize] = c[1] as i64;
@@ -106,6 +108,7 @@ pub fn peer_machine(machine: &Machine) -> recipe::Machine {
     }
     recipe::Machine {
         nr_cpus: machine.nr_cpus,
+        online: (0..machine.nr_cpus).filter(|&c| online(c)).collect(),
         node: machine.cpu_socket.clone(),
         nr_nodes: machine.nr_sockets(),
         smt: machine.spec.threads_per_core > 1,

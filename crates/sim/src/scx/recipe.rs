@@ -22,7 +22,12 @@ use std::fmt;
 /// `Topology`), from the simulator's machine.
 #[derive(Clone, Debug)]
 pub struct Machine {
+    /// nr_cpu_ids: every possible CPU.
     pub nr_cpus: u32,
+    /// The CPUs online, in order (`Topology::all_cpus`): `cpus` and
+    /// `nr_cpus` of the recipes, and what the CPU lists derived from
+    /// them hold.
+    pub online: Vec<u32>,
     /// Per CPU: its NUMA node.
     pub node: Vec<u32>,
     pub nr_nodes: u32,
@@ -363,17 +368,18 @@ impl Env<'_> {
         let m = self.machine;
         let list = |v: &[u32]| Value::List(v.iter().map(|&x| x as i128).collect());
         Ok(match name {
-            "nr_cpus" | "nr_cpu_ids" => Value::Int(m.nr_cpus as i128),
+            "nr_cpus" => Value::Int(m.online.len() as i128),
+            "nr_cpu_ids" => Value::Int(m.nr_cpus as i128),
             "nr_nodes" => Value::Int(m.nr_nodes as i128),
             "smt" => Value::Bool(m.smt),
-            "cpus" => Value::List((0..m.nr_cpus as i128).collect()),
+            "cpus" => list(&m.online),
             "node" => list(&m.node),
             "sibling" => Value::List(m.sibling.iter().map(|&x| x as i128).collect()),
             "capacity" => list(&m.capacity),
             // Sorted by capacity, highest first, in CPU order among equals
             // (the loaders' stable sort of scx_utils' CPU map).
             "by_capacity" => {
-                let mut c: Vec<u32> = (0..m.nr_cpus).collect();
+                let mut c = m.online.clone();
                 c.sort_by_key(|&x| std::cmp::Reverse(m.capacity[x as usize]));
                 list(&c)
             }
@@ -381,10 +387,14 @@ impl Env<'_> {
             // (all of them on a machine without asymmetry), little ones the
             // others; turbo ones are big cores above the average capacity.
             "big_cpus" | "little_cpus" | "turbo_cpus" => {
-                let max = m.capacity.iter().copied().max().unwrap_or(0);
-                let avg = m.capacity.iter().map(|&c| c as u64).sum::<u64>() / (m.nr_cpus.max(1) as u64);
-                let asym = m.capacity.iter().any(|&c| c != max);
-                let pick: Vec<u32> = (0..m.nr_cpus)
+                let cap = |c: &u32| m.capacity[*c as usize];
+                let max = m.online.iter().map(cap).max().unwrap_or(0);
+                let avg = m.online.iter().map(|c| cap(c) as u64).sum::<u64>() / (m.online.len().max(1) as u64);
+                let asym = m.online.iter().any(|c| cap(c) != max);
+                let pick: Vec<u32> = m
+                    .online
+                    .iter()
+                    .copied()
                     .filter(|&c| {
                         let cap = m.capacity[c as usize];
                         match name {
@@ -396,7 +406,10 @@ impl Env<'_> {
                     .collect();
                 list(&pick)
             }
-            "same_capacity" => Value::Bool(m.capacity.iter().all(|&c| Some(&c) == m.capacity.iter().max())),
+            "same_capacity" => {
+                let max = m.online.iter().map(|&c| m.capacity[c as usize]).max();
+                Value::Bool(m.online.iter().all(|&c| Some(m.capacity[c as usize]) == max))
+            }
             // The modelled machines have no platform profile and no EPP.
             "power_profile" => Value::Str("unknown".into()),
             _ => return Err(format!("unknown name {name}")),
@@ -986,7 +999,7 @@ mod tests {
     use super::*;
 
     fn machine() -> Machine {
-        Machine { nr_cpus: 4, node: vec![0, 0, 1, 1], nr_nodes: 2, smt: true, sibling: vec![1, 0, 3, 2], capacity: vec![1024; 4] }
+        Machine { nr_cpus: 4, online: vec![0, 1, 2, 3], node: vec![0, 0, 1, 1], nr_nodes: 2, smt: true, sibling: vec![1, 0, 3, 2], capacity: vec![1024; 4] }
     }
 
     #[test]
