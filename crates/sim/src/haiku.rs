@@ -48,13 +48,24 @@
 //! Simplified (stated): every task has the normal priority and there are no
 //! priority penalties, so each queue is FIFO and a waking thread never
 //! preempts a running one (in Haiku the penalties of CPU-bound threads let
-//! woken threads preempt them); no pinned threads, CPU masks, real-time
-//! priorities or interrupt balancing; stolen (interrupt) time is ignored; the
+//! woken threads preempt them); no real-time priorities or interrupt
+//! balancing; stolen (interrupt) time is ignored; the
 //! time-slice bound also applies beyond 20 ready threads; the core load key
 //! is refreshed at each decision (Haiku refreshes it at interval ends and on
 //! load changes); idle-core order is by the time each core last went idle;
 //! ties between equally loaded cores go to the lowest core number.
 //! Exec does not re-place a task (Haiku has no exec balancing).
+//!
+//! Allowed CPUs (pinned threads, affinity masks, cpusets, migration-disabled
+//! sections, CPU hotplug), which the modelled version of Haiku's scheduler
+//! does not have, are kept as the other policies keep them: a core none of
+//! whose CPUs the thread may use is replaced by the allowed core Haiku
+//! would choose among those (the one idled last with an idle CPU the
+//! thread may use, else the least loaded); a CPU is chosen among those the
+//! thread may use; a CPU of a core takes from its queue the first thread
+//! it may run; a queued thread whose allowed CPUs changed moves to an
+//! allowed core, and its CPU is woken.
+//! Without any of them every decision is Haiku's.
 
 use std::collections::VecDeque;
 
@@ -438,13 +449,14 @@ impl Haiku {
         }
     }
 
-    /// A CPU of `core` for `t`: its previous CPU if idle, else an idle CPU,
-    /// else the previous CPU or the core's first.
-    fn choose_cpu(&self, sim: &Sim, core: usize, prev: u32) -> u32 {
+    /// A CPU of `core` for `t`, among those it may use: its previous CPU
+    /// if idle, else an idle CPU, else the previous CPU or the core's first.
+    fn choose_cpu(&self, sim: &Sim, t: Tid, core: usize, prev: u32) -> u32 {
         let cpus = &self.cores[core].cpus;
+        let may = |c: u32| sim.may_run(t, c);
         let idle = |c: u32| {
             sim.note_scan(1);
-            self.running[c as usize].is_none() && sim.cpu_is_idle(c)
+            may(c) && self.running[c as usize].is_none() && sim.cpu_is_idle(c)
         };
         if cpus.contains(&prev) && idle(prev) {
             return prev;
@@ -452,11 +464,25 @@ impl Haiku {
         if let Some(&c) = cpus.iter().find(|&&c| idle(c)) {
             return c;
         }
-        if cpus.contains(&prev) {
+        if cpus.contains(&prev) && may(prev) {
             prev
         } else {
-            cpus[0]
+            cpus.iter().copied().find(|&c| may(c)).unwrap_or(cpus[0])
         }
+    }
+
+    /// `core` if `t` may use one of its CPUs; else, among the cores it may
+    /// use, the one idled last that has an idle CPU it may use, else the
+    /// least loaded (Haiku's own choices within the allowed cores).
+    fn allowed_core(&self, sim: &Sim, t: Tid, core: usize) -> usize {
+        let may = |c: usize| self.cores[c].cpus.iter().any(|&x| sim.may_run(t, x));
+        if may(core) {
+            return core;
+        }
+        let allowed: Vec<usize> = (0..self.cores.len()).filter(|&c| may(c)).collect();
+        let free = |x: u32| sim.may_run(t, x) && self.running[x as usize].is_none() && sim.cpu_is_idle(x);
+        let idle: Vec<usize> = allowed.iter().copied().filter(|&c| self.cores[c].cpus.iter().any(|&x| free(x))).collect();
+        self.last_idled(&idle).or_else(|| allowed.iter().copied().min_by_key(|&c| (self.core_load(c), c))).unwrap_or(core)
     }
 
     /// Assign `t` to `core`: its load follows if it is ready.
@@ -569,8 +595,9 @@ impl Policy for Haiku {
                 }
             }
         };
+        let core = self.allowed_core(sim, t, core);
         self.assign(now, t, core);
-        self.choose_cpu(sim, core, prev)
+        self.choose_cpu(sim, t, core, prev)
     }
 
     fn enqueue(&mut self, sim: &mut Sim, t: Tid, cpu: u32, flags: Enq) {
@@ -583,10 +610,11 @@ impl Policy for Haiku {
                 self.refresh(now);
                 let old = self.td[t as usize].core;
                 let core = self.rebalance(t);
+                let core = self.allowed_core(sim, t, core);
                 if old != Some(core) {
                     self.n.rebalance_moves += 1;
                     self.assign(now, t, core);
-                    let target = self.choose_cpu(sim, core, cpu);
+                    let target = self.choose_cpu(sim, t, core, cpu);
                     sim.set_task_cpu(t, target);
                     cpu = target;
                 }
@@ -597,12 +625,20 @@ impl Policy for Haiku {
                 let core = self.cpu_core[cpu as usize];
                 self.assign(now, t, core);
                 if self.running[cpu as usize].is_some() || !self.cores[core].queue.is_empty() {
-                    let target = self.choose_cpu(sim, core, cpu);
+                    let target = self.choose_cpu(sim, t, core, cpu);
                     sim.set_task_cpu(t, target);
                     cpu = target;
                 }
             }
-            Enq::New | Enq::Wakeup | Enq::Exec => {}
+            Enq::New | Enq::Wakeup | Enq::Exec => {
+                // A CPU the engine gave instead of the policy's (one the
+                // task may not use was chosen, or the engine moved it off
+                // one): its core.
+                let own = self.cpu_core[cpu as usize];
+                if self.td[t as usize].core.is_some_and(|c| !self.cores[c].cpus.contains(&cpu)) {
+                    self.assign(now, t, own);
+                }
+            }
         }
         let core = self.td[t as usize].core.unwrap_or(self.cpu_core[cpu as usize]);
         if !self.td[t as usize].ready {
@@ -621,11 +657,36 @@ impl Policy for Haiku {
         sim.kick(cpu);
     }
 
-    fn dispatch(&mut self, _sim: &mut Sim, cpu: u32) -> Option<Tid> {
+    fn dispatch(&mut self, sim: &mut Sim, cpu: u32) -> Option<Tid> {
         let core = self.cpu_core[cpu as usize];
-        let t = self.cores[core].queue.pop_front()?;
+        let q = &mut self.cores[core].queue;
+        let i = q.iter().position(|&t| sim.may_run(t, cpu))?;
+        let t = q.remove(i)?;
         self.td[t as usize].queued = false;
         Some(t)
+    }
+
+    /// A queued thread whose allowed CPUs changed: if no CPU of its core
+    /// may run it, it moves to an allowed core (`allowed_core`); its CPU becomes one
+    /// it may use, which is woken to take it.
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        let d = &self.td[t as usize];
+        let (Some(core), true) = (d.core, d.queued) else { return };
+        let prev = sim.task(t).cpu;
+        let to = self.allowed_core(sim, t, core);
+        if to != core {
+            let q = &mut self.cores[core].queue;
+            if let Some(i) = q.iter().position(|&u| u == t) {
+                q.remove(i);
+            }
+            self.assign(sim.now(), t, to);
+            self.cores[to].queue.push_back(t);
+        }
+        let cpu = self.choose_cpu(sim, t, to, prev);
+        if cpu != prev {
+            sim.set_task_cpu(t, cpu);
+        }
+        sim.kick(cpu);
     }
 
     fn running(&mut self, sim: &mut Sim, t: Tid, cpu: u32) {

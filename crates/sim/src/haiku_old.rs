@@ -21,7 +21,13 @@
 //!
 //! Simplified (stated): every workload task has the normal priority (10),
 //! the simulator having no priorities, so the selection's random skip never
-//! fires in its runs (it is tested on constructed queues); no disabled CPUs.
+//! fires in its runs (it is tested on constructed queues).
+//!
+//! Allowed CPUs beyond Haiku's pinning (affinity masks, cpusets,
+//! migration-disabled sections) are kept as its pinning is: a CPU takes
+//! only threads it may run, and the scan for the lowest-priority CPU looks
+//! at the CPUs a thread not pinned may use. An offline CPU is skipped by
+//! every scan (the model's rule: Haiku's CPU disabling is not modelled).
 
 use std::collections::VecDeque;
 
@@ -114,27 +120,38 @@ impl HaikuOld {
         }
     }
 
-    /// The CPU running the lowest priority: the current one unless another
-    /// runs a strictly lower one, scanning from the rotating start.
-    fn lowest_cpu(&mut self, sim: &Sim, current: u32) -> (u32, i32) {
+    /// The CPU running the lowest priority among those the scan looks at
+    /// for `t` (`scanned`): the current one unless another runs a strictly
+    /// lower one, scanning from the rotating start.
+    fn lowest_cpu(&mut self, sim: &Sim, t: Tid, current: u32) -> (u32, i32) {
         let n = sim.nr_cpus();
-        let (mut target, mut prio) = (current, Self::cpu_priority(sim, current));
+        let mut best = Self::scanned(sim, t, current).then(|| (current, Self::cpu_priority(sim, current)));
         for k in 0..n {
             let c = (self.next_cpu + k) % n;
+            if !Self::scanned(sim, t, c) {
+                continue;
+            }
             let p = Self::cpu_priority(sim, c);
-            if p < prio {
-                (target, prio) = (c, p);
+            if best.is_none_or(|(_, b)| p < b) {
+                best = Some((c, p));
             }
         }
         self.next_cpu = (self.next_cpu + 1) % n;
-        (target, prio)
+        best.unwrap_or((current, Self::cpu_priority(sim, current)))
+    }
+
+    /// Whether the scan for `t` looks at `cpu`: an online CPU, and for a
+    /// thread not pinned one it may use (a pinned one is asked for only
+    /// when the scan lands on its CPU, as in Haiku).
+    fn scanned(sim: &Sim, t: Tid, cpu: u32) -> bool {
+        sim.online(cpu) && (sim.task(t).pinned.is_some() || sim.may_run(t, cpu))
     }
 
     /// The CPU to ask to reschedule for a thread becoming ready on
     /// `current`, and whether it is asked: only when it runs a lower
     /// priority, which with every task at the normal priority means idle.
     fn notify(&mut self, sim: &Sim, t: Tid, current: u32) -> (u32, bool) {
-        let (target, prio) = self.lowest_cpu(sim, current);
+        let (target, prio) = self.lowest_cpu(sim, t, current);
         let asked = Self::eligible(sim, t, target) && NORMAL_PRIORITY > prio;
         if asked {
             self.n.notified += 1;
@@ -143,7 +160,7 @@ impl HaikuOld {
     }
 
     fn eligible(sim: &Sim, t: Tid, cpu: u32) -> bool {
-        sim.task(t).pinned.is_none_or(|p| p == cpu)
+        sim.may_run(t, cpu)
     }
 
     fn arm_quantum(&mut self, sim: &mut Sim, cpu: u32) {
@@ -191,6 +208,18 @@ impl Policy for HaikuOld {
             self.n.passed_over += 1;
         }
         self.queue.remove(i).map(|(_, t)| t)
+    }
+
+    /// A queued thread whose allowed CPUs changed: the lowest-priority CPU
+    /// it may use is asked to take it, as for a thread becoming ready.
+    fn set_cpumask(&mut self, sim: &mut Sim, t: Tid) {
+        if !self.queue.iter().any(|&(_, u)| u == t) {
+            return;
+        }
+        let (target, notified) = self.notify(sim, t, sim.task(t).cpu);
+        if notified {
+            sim.kick(target);
+        }
     }
 
     fn has_work(&self, sim: &Sim, cpu: u32) -> bool {

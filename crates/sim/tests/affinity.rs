@@ -425,3 +425,23 @@ fn hunt_shrinks_a_failure_on_a_large_machine_to_the_fewest_cpus_that_fail() {
     let again = warmcore_sim::hunt::check(&back, &broken(), &small, 1).unwrap();
     assert_eq!(again.map(|f| f.kind), Some(warmcore_sim::hunt::Kind::Stall));
 }
+
+#[test]
+fn haikus_models_keep_every_task_within_its_allowed_cpus() {
+    // Haiku's scheduler of the models has no CPU masks: the models keep
+    // the kernel's rule (is_cpu_allowed) for running, queued and sleeping
+    // tasks whose CPUs change (haiku.rs, haiku_old.rs).
+    let m = common::quiet("default");
+    for policy in ["haiku-low-latency", "haiku-power-saving", "haiku-old"] {
+        for cpus in [&[3u32][..], &[5, 6]] {
+            let (out, evs) = run(&m, policy, narrowed(6, cpus));
+            assert!(out.partial.is_none(), "{policy}: {:?}", out.partial);
+            for pid in pids_of(&evs, 6) {
+                let on = ran_on(&evs, pid);
+                assert!(on[1..].iter().all(|c| cpus.contains(c)), "{policy} {cpus:?}: task {pid} ran on {on:?}");
+            }
+        }
+        let (out, _) = run(&m, policy, children_moved_while_queued());
+        assert!(out.partial.is_none(), "{policy}: {:?}", out.partial);
+    }
+}

@@ -207,3 +207,22 @@ fn a_cpusets_effective_cpus_follow_hotplug() {
         assert_eq!(member_cpus(&evs, on, u64::MAX), [CPU].into(), "{policy}");
     }
 }
+
+#[test]
+fn haikus_models_never_run_a_task_on_an_offline_cpu_or_outside_its_cpus() {
+    // The run ends with the affinity error if either happens (engine,
+    // is_cpu_allowed); simulate() asserts that it ran to its end.
+    for policy in ["haiku-low-latency", "haiku-power-saving", "haiku-old"] {
+        let m = common::quiet("default");
+        let (_, evs) = simulate(&m, Governor::Powersave, policy, offline_window(&m, vec![]));
+        // The controller's switch-ins that run its two steps (a Haiku model
+        // may have left CPU 3 idle, so no task need move off it).
+        let ctl = last_pid(&evs);
+        let ins: Vec<u64> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == ctl).map(|(_, e)| e.ts).collect();
+        let (off, on) = (ins[1], ins[2]);
+        assert_eq!(switch_ins(&evs, CPU, off + 1, on), 0, "{policy}: CPU {CPU} ran a task while offline");
+        let pinned = vec![Step::CpusetCpus(0, [2u32, CPU].into()), Step::JoinCpuset(0), Step::Affinity([CPU].into(), false)];
+        simulate(&m, Governor::Powersave, policy, offline_window(&m, pinned));
+        simulate(&m, Governor::Powersave, policy, offline_window(&m, vec![Step::Affinity([CPU].into(), false)]));
+    }
+}
