@@ -561,6 +561,11 @@ impl Cfs {
             if !sim.online(c) {
                 continue;
             }
+            // find_idlest_group_cpu: a CPU running only SCHED_IDLE tasks is
+            // taken at once (since 5.4).
+            if exclude != Some(c) && self.sched_idle_cpu(sim, c) {
+                return c;
+            }
             if self.idle_without(sim, c, exclude) {
                 // The exec'ing task's own CPU is hot: no exit latency, idle
                 // since now.
@@ -748,15 +753,30 @@ impl Cfs {
         self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
     }
 
+    /// Whether every task of `c`'s run queue, and at least one, is
+    /// SCHED_IDLE (fair.c, sched_idle_cpu: `rq->nr_running ==
+    /// rq->cfs.idle_h_nr_running`, since 5.4, so in both kernels modelled).
+    fn sched_idle_cpu(&self, sim: &Sim, c: u32) -> bool {
+        let rq = &self.rq[c as usize];
+        rq.nr_running() > 0 && rq.curr.into_iter().chain(rq.queue.iter().map(|&(_, t)| t)).all(|t| sim.task(t).sched_idle)
+    }
+
+    /// select_idle_sibling's test of a CPU: `available_idle_cpu(cpu) ||
+    /// sched_idle_cpu(cpu)` (fair.c): a CPU running only SCHED_IDLE tasks
+    /// counts as idle, since the woken task preempts them at once.
+    fn idle_for_wakeup(&self, sim: &Sim, c: u32) -> bool {
+        self.idle(sim, c) || self.sched_idle_cpu(sim, c)
+    }
+
     /// `this`: the CPU the wake-up runs on, whose idle average sizes the
     /// scan (`this_rq()` in the kernel).
     pub fn select_idle_sibling(&mut self, sim: &Sim, t: Tid, prev: u32, target: u32, this: u32) -> u32 {
         let m = &sim.machine;
-        if self.idle(sim, target) {
+        if self.idle_for_wakeup(sim, target) {
             return target;
         }
         let share = |a: u32, b: u32| m.cpu_die[a as usize] == m.cpu_die[b as usize];
-        if prev != target && share(prev, target) && self.idle(sim, prev) {
+        if prev != target && share(prev, target) && self.idle_for_wakeup(sim, prev) {
             return prev;
         }
         // Since 5.16 the previous CPU becomes recent_used_cpu at every
@@ -766,7 +786,7 @@ impl Cfs {
         if today {
             self.td[t as usize].recent_used_cpu = prev;
         }
-        if recent != prev && recent != target && share(recent, target) && self.idle(sim, recent) {
+        if recent != prev && recent != target && share(recent, target) && self.idle_for_wakeup(sim, recent) {
             self.td[t as usize].recent_used_cpu = prev;
             return recent;
         }
@@ -794,10 +814,10 @@ impl Cfs {
         let nr = if a > 4.0 * c { (llc_weight * a / c) as usize } else { 4 };
         // The kernel's loop starts at the target and gives up when its
         // budget reaches zero: nr - 1 CPUs looked at, the target first.
-        if let Some(found) = self.llc_scan(m, target).take(nr - 1).find(|&c| self.idle(sim, c)) {
+        if let Some(found) = self.llc_scan(m, target).take(nr - 1).find(|&c| self.idle_for_wakeup(sim, c)) {
             return found;
         }
-        if let Some(&s) = m.siblings(target).iter().find(|&&s| s != target && self.idle(sim, s)) {
+        if let Some(&s) = m.siblings(target).iter().find(|&&s| s != target && self.idle_for_wakeup(sim, s)) {
             return s;
         }
         target

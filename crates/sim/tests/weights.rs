@@ -207,3 +207,32 @@ fn sched_ext_gives_the_program_the_kernels_weight_and_policy() {
     assert_eq!(s["idle_enabled"], 1, "the child is SCHED_IDLE at ops.enable: {s}");
     assert!(s["idle_ran"].as_u64().unwrap() >= 1, "{s}");
 }
+
+#[test]
+fn a_cpu_running_only_idle_policy_tasks_counts_as_idle_for_a_wake_up() {
+    // fair.c, select_idle_sibling (since 5.4, so in both kernels modelled):
+    // `available_idle_cpu(prev) || sched_idle_cpu(prev)`. On a two-CPU
+    // machine a waker pinned to CPU 0 wakes a reader through a pipe (a
+    // synchronous wake-up: wake_affine targets CPU 0, which is busy) while
+    // CPU 1 runs a SCHED_IDLE hog: the reader goes back to CPU 1, its
+    // previous CPU, every time. Counted as busy, CPU 1 would lose it to
+    // the target, CPU 0.
+    let m = common::quiet("core2duo-e8400");
+    for policy in ["cfs", "eevdf"] {
+        let mut w = Workload::new("sched-idle-cpu");
+        let pipe = w.pipe(64);
+        let hog = w.add("hog", vec![Step::Affinity([1u32].into(), false), Step::SchedIdle(true), Step::Compute(Amount::fixed(200.0 * 3e6)), Step::Exit]);
+        let wbody = w.add("wbody", vec![Step::Compute(Amount::fixed(2.0 * 3e6)), Step::PipeWrite(pipe)]);
+        let waker = w.add("waker", vec![Step::Affinity([0u32].into(), false), Step::Repeat(wbody, 40), Step::Exit]);
+        let rbody = w.add("rbody", vec![Step::PipeRead(pipe), Step::Compute(Amount::fixed(0.1 * 3e6))]);
+        let reader = w.add("reader", vec![Step::Repeat(rbody, 40), Step::Exit]);
+        w.initial.push((hog, "hog".into(), Some(1)));
+        w.initial.push((waker, "waker".into(), Some(0)));
+        w.initial.push((reader, "reader".into(), Some(1)));
+        let (_, evs) = simulate(&m, Governor::Performance, policy, w);
+        let reader = pids(&evs, 3)[2];
+        let on: Vec<u32> = evs.iter().filter(|(_, e)| e.id == ids::CTX_SWITCH && e.a() == reader).map(|x| x.0).collect();
+        let on1 = on.iter().filter(|&&c| c == 1).count();
+        assert!(on.len() >= 30 && on1 * 10 >= on.len() * 9, "{policy}: the reader ran on {on:?}");
+    }
+}

@@ -442,7 +442,7 @@ impl Cfs {
         if m.spec.threads_per_core > 1 {
             has_idle_core = self.has_idle_cores[die];
             if !has_idle_core && share {
-                if let Some(&s) = m.siblings(prev).iter().find(|&&s| s != prev && self.idle(sim, s)) {
+                if let Some(&s) = m.siblings(prev).iter().find(|&&s| s != prev && self.idle_for_wakeup(sim, s)) {
                     return s;
                 }
             }
@@ -468,12 +468,17 @@ impl Cfs {
                 if !seen_cores.insert(m.cpu_core[c as usize]) {
                     continue;
                 }
+                // select_idle_core: a CPU running only SCHED_IDLE tasks
+                // is no idle core's but may be the idle CPU found.
                 let mut all = true;
                 for &s in m.siblings(c) {
                     if self.idle(sim, s) {
                         idle_cpu = idle_cpu.or(Some(s));
                     } else {
                         all = false;
+                        if idle_cpu.is_none() && self.sched_idle_cpu(sim, s) {
+                            idle_cpu = Some(s);
+                        }
                     }
                 }
                 if all {
@@ -489,7 +494,7 @@ impl Cfs {
             self.ev_mut().n.sis_util_skips += 1;
             return None;
         }
-        order.take(budget).find(|&c| self.idle(sim, c))
+        order.take(budget).find(|&c| self.idle_for_wakeup(sim, c))
     }
 
     pub(super) fn stats_eevdf(&self, v: &mut serde_json::Value) {
