@@ -226,3 +226,17 @@ fn haikus_models_never_run_a_task_on_an_offline_cpu_or_outside_its_cpus() {
         simulate(&m, Governor::Powersave, policy, offline_window(&m, vec![Step::Affinity([CPU].into(), false)]));
     }
 }
+
+#[test]
+fn an_affinity_of_offline_cpus_only_is_refused() {
+    // core.c, __set_cpus_allowed_ptr_locked: a mask with no CPU of
+    // cpu_valid_mask (the active CPUs) is EINVAL and nothing changes. The
+    // hunt's reproducer: CPU 0 goes offline, then a parent allows its
+    // child CPU 0 alone; the change was taken and the child ran on CPU 1.
+    let w = warmcore_sim::wfile::parse(include_str!("fixtures/hunt-offline-mask.toml"), "hunt-offline-mask.toml").unwrap();
+    let m = Machine::from_toml(include_str!("fixtures/hunt-offline-mask-machine.toml"), "hunt-offline-mask-machine.toml").unwrap();
+    for policy in ["eevdf", "cfs", "scx:default", "haiku-old", "haiku-low-latency"] {
+        let failure = warmcore_sim::hunt::check(&m, policy, &w, 3_920_108_951_097_904_595).unwrap();
+        assert!(failure.is_none(), "{policy}: {:?}", failure.map(|f| f.what));
+    }
+}

@@ -356,7 +356,8 @@ impl Engine {
 
     /// sched_setaffinity of `t` (kernel/sched/core.c,
     /// __set_cpus_allowed_ptr_locked): the new mask is the CPUs asked for
-    /// that the machine has (none: EINVAL, nothing changes); the policy is
+    /// that the machine has (none, or none online: EINVAL, nothing
+    /// changes); the policy is
     /// told (set_cpus_allowed, ops.set_cpumask); a task running on a CPU
     /// it may no longer use is preempted and moved to an allowed CPU
     /// (affine_move_task's stopper, as exec's migration), a queued one is
@@ -369,6 +370,11 @@ impl Engine {
         // (cpuset_cpus_allowed); nothing left is EINVAL.
         let cs = self.sim.tasks[t as usize].cpuset.and_then(|i| self.cpuset_cpus(i));
         let Some(new) = and(Some(&asked), cs.as_deref()) else { return false };
+        if !(0..self.sim.machine.nr_cpus).any(|c| bit(&new, c) && self.sim.online(c)) {
+            // __set_cpus_allowed_ptr_locked: no CPU of the new mask in
+            // cpu_valid_mask (the active CPUs) is EINVAL; nothing changes.
+            return false;
+        }
         let task = &self.sim.tasks[t as usize];
         if own && task.migration_disabled > 0 && !bit(&new, task.cpu) {
             // __set_cpus_allowed_ptr_locked: a migration-disabled task may
