@@ -234,9 +234,58 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let prog = w.add("hotplug", steps);
         w.initial.push((prog, "hotplug".into(), None));
     }
+    // Long runs from a fourth stream, after every other draw, as hotplug:
+    // the other tasks above last about 0.2 simulated seconds, too short for
+    // the 1 s starvation bound to fail, so some runs add tasks that live
+    // for seconds.
+    let mut l = Draw(ChaCha8Rng::seed_from_u64(cs ^ 0x1d1e_5ced_0000_0003));
+    if l.chance(LONG_RUNS) {
+        long_tasks(&mut l, &mut w, n);
+    }
     // A cpuset only a body's step names is made there.
     w.cpusets = w.programs.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::JoinCpuset(_) | Step::CpusetCpus(..))) as u32;
     Case { index, machine, seed: cs, workload: w }
+}
+
+/// The share of runs that last seconds (`long_tasks`).
+pub const LONG_RUNS: f64 = 0.15;
+
+/// Tasks that keep a run going for 2 to 8 simulated seconds: loops of
+/// long computations (20 ms to 1 s) and sleeps (1 ms to 1.5 s), some at a
+/// nice value or on a few CPUs, more of them than CPUs on small machines;
+/// and sometimes a task whose timer wakes it every 0.3 to 3 s to fork a
+/// storm of short children.
+fn long_tasks(l: &mut Draw, w: &mut Workload, n: u32) {
+    let span_ms = l.range(2_000, 8_000);
+    for i in 0..l.range(1, (2 * n as u64).min(8)) {
+        let (run_ms, sleep_ms) = (l.range(20, 1_000), l.range(1, 1_500));
+        let body = w.add(
+            &format!("long{i}-body"),
+            vec![Step::Compute(Amount::work_us(run_ms as f64 * 1e3, 0.2)), Step::Sleep(Amount::fixed(sleep_ms as f64 * 1e6))],
+        );
+        let mut steps = Vec::new();
+        if l.chance(0.3) {
+            steps.push(Step::Nice(l.range(0, 39) as i8 - 20));
+        }
+        if l.chance(0.3) {
+            steps.push(Step::Affinity(l.mask(n).into_boxed_slice(), false));
+        }
+        // span_ms at the reference frequency (2 GHz): from half that on
+        // the fastest cores to longer on slow ones or when shared.
+        steps.push(Step::Repeat(body, (span_ms / (run_ms + sleep_ms)).max(1)));
+        steps.push(Step::Exit);
+        let prog = w.add(&format!("long{i}"), steps);
+        w.initial.push((prog, format!("long{i}"), None));
+    }
+    if l.chance(0.5) {
+        let child = w.add("storm-child", vec![Step::Compute(Amount::work_us(l.range(5, 500) as f64, 0.5)), Step::Exit]);
+        let mut body = vec![Step::Sleep(Amount::fixed(l.range(300, 3_000) as f64 * 1e6))];
+        body.extend(std::iter::repeat_n(Step::Fork(child), l.range(2, 32) as usize));
+        body.push(Step::WaitAll);
+        let body = w.add("storm-body", body);
+        let prog = w.add("storm", vec![Step::Repeat(body, l.range(1, 4)), Step::Exit]);
+        w.initial.push((prog, "storm".into(), None));
+    }
 }
 
 /// Run `w` on `machine` under `policy` with the simulator's seed `seed`,
@@ -508,12 +557,38 @@ mod tests {
             assert_eq!(off, on, "run {i}: every CPU comes back");
             if off > 0 {
                 hotplug += 1;
-                // The same tasks as without it, the controller last.
-                let last = c.workload.initial.last().unwrap();
-                assert_eq!(last.1, "hotplug");
+                // The same tasks as without it, the controller after them
+                // (before a long run's tasks).
+                let after = c.workload.initial.iter().find(|t| !t.1.starts_with('t')).unwrap();
+                assert_eq!(after.1, "hotplug");
             }
         }
         assert!(hotplug > 10, "{hotplug} runs with CPU hotplug");
+    }
+
+    #[test]
+    fn some_runs_last_seconds_and_keep_their_other_tasks() {
+        let m = vec![("core2duo-e8400".to_string(), 2)];
+        let mut long = Vec::new();
+        for i in 0..200 {
+            let c = generate(5, i, &m);
+            let names: Vec<&str> = c.workload.initial.iter().map(|t| t.1.as_str()).collect();
+            // The generator's other tasks first, in their order, then these.
+            let first = names.iter().position(|n| n.starts_with("long")).unwrap_or(names.len());
+            assert!(names[..first].iter().all(|n| n.starts_with('t') || *n == "hotplug"), "run {i}: {names:?}");
+            assert!(names[first..].iter().all(|n| n.starts_with("long") || *n == "storm"), "run {i}: {names:?}");
+            if first < names.len() {
+                long.push(c);
+            }
+        }
+        assert!((15..=50).contains(&long.len()), "{} long runs of 200", long.len());
+        // They do last seconds when run.
+        let machine = Machine::load("core2duo-e8400").unwrap();
+        for c in &long[..2] {
+            let (f, ns) = check_timed(&machine, "cfs", &c.workload, c.seed).unwrap();
+            assert!(f.is_none(), "{f:?}");
+            assert!(ns >= 1_000_000_000, "run {} lasted {ns} ns", c.index);
+        }
     }
 
     #[test]
