@@ -10,7 +10,10 @@
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::{CountSink, Engine, Limits};
+use warmcore_trace::{ids, Event};
+
+use crate::engine::{Engine, Limits};
+use crate::sim::Sink;
 use crate::program::{Amount, Step, Workload};
 use crate::{Governor, Machine, SimError};
 
@@ -292,19 +295,74 @@ fn long_tasks(l: &mut Draw, w: &mut Workload, n: u32) {
 /// and check it: None if it passed, the failure otherwise. An error is a
 /// bad input (an unknown policy, a workload past the simulator's limits).
 pub fn check(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<Option<Failure>, SimError> {
-    check_timed(machine, policy, w, seed).map(|(f, _)| f)
+    check_timed(machine, policy, w, seed).map(|c| c.failure)
 }
 
-/// As `check`, with the simulated time the run took.
-pub fn check_timed(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<(Option<Failure>, u64), SimError> {
+/// A checked run: its failure if any, and how much it exercised the
+/// scheduler.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub failure: Option<Failure>,
+    /// Simulated time the run took.
+    pub sim_ns: u64,
+    /// Runnable task-time: the time each task spent runnable (`Runnable`),
+    /// summed over the tasks.
+    pub runnable_ns: u64,
+}
+
+/// As `check`, with the simulated and runnable task-time the run took.
+pub fn check_timed(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<Checked, SimError> {
     let p = crate::policies::make_policy(policy, machine)?;
-    let mut e = Engine::new(machine.clone(), Governor::Powersave, p, w.clone(), seed, Box::new(CountSink::default()))?;
-    let out = match e.run(Limits { max_sim_ns: RUN_LIMIT_NS, ..Limits::default() }) {
-        Ok(out) => out,
-        Err(SimError::Deadlock(why)) => return Ok((Some(Failure { kind: Kind::Unfinished, what: why }), e.sim.now())),
+    let mut e = Engine::new(machine.clone(), Governor::Powersave, p, w.clone(), seed, Box::new(Runnable::default()))?;
+    let (failure, end) = match e.run(Limits { max_sim_ns: RUN_LIMIT_NS, ..Limits::default() }) {
+        Ok(out) => (classify(&out), out.makespan_ns),
+        Err(SimError::Deadlock(why)) => (Some(Failure { kind: Kind::Unfinished, what: why }), e.sim.now()),
         Err(e) => return Err(e),
     };
-    Ok((classify(&out), out.makespan_ns))
+    let runnable_ns = e.into_sink().finish(end).ok().and_then(|v| v.as_u64()).unwrap_or(0);
+    Ok(Checked { failure, sim_ns: end, runnable_ns })
+}
+
+/// A sink that keeps no event and integrates the number of runnable tasks
+/// over time. Runnable is waiting or running, as the engine counts a CPU's
+/// tasks (`Sim::nr_add`, its RQ_SIZE events) after the kernel's
+/// `rq->nr_running` (kernel/sched/core.c, `activate_task` and
+/// `deactivate_task`), the span between sched_ext's `ops.runnable` and
+/// `ops.quiescent`: the time a scheduler has a task in its hands, whether
+/// it waits for a CPU or holds one. A policy's daemons count too.
+#[derive(Default)]
+struct Runnable {
+    tasks: i64,
+    since_ns: u64,
+    task_ns: u64,
+}
+
+impl Runnable {
+    fn until(&mut self, ns: u64) {
+        if ns > self.since_ns {
+            self.task_ns += self.tasks.max(0) as u64 * (ns - self.since_ns);
+            self.since_ns = ns;
+        }
+    }
+}
+
+impl Sink for Runnable {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        self.emit_fields(cpu, ev.ts, ev.pid, ev.id, ev.a(), ev.b())
+    }
+    #[inline]
+    fn emit_fields(&mut self, _cpu: u32, ts: u64, _pid: u32, id: u32, _a: u32, b: u32) -> Result<(), String> {
+        if id == ids::RQ_SIZE {
+            self.until(ts);
+            // The change, -1 or +1, is the second argument.
+            self.tasks += b as i32 as i64;
+        }
+        Ok(())
+    }
+    fn finish(mut self: Box<Self>, end_ns: u64) -> Result<serde_json::Value, String> {
+        self.until(end_ns);
+        Ok(self.task_ns.into())
+    }
 }
 
 /// The failure a run's outcome shows, if any.
@@ -585,10 +643,32 @@ mod tests {
         // They do last seconds when run.
         let machine = Machine::load("core2duo-e8400").unwrap();
         for c in &long[..2] {
-            let (f, ns) = check_timed(&machine, "cfs", &c.workload, c.seed).unwrap();
-            assert!(f.is_none(), "{f:?}");
-            assert!(ns >= 1_000_000_000, "run {} lasted {ns} ns", c.index);
+            let r = check_timed(&machine, "cfs", &c.workload, c.seed).unwrap();
+            assert!(r.failure.is_none(), "{r:?}");
+            assert!(r.sim_ns >= 1_000_000_000, "run {}: {r:?}", c.index);
         }
+    }
+
+    #[test]
+    fn runnable_time_counts_waiting_and_running_not_sleeping() {
+        let machine = Machine::load("core2duo-e8400").unwrap();
+        let work = || Step::Compute(Amount::work_us(10_000.0, 0.0));
+        // Three tasks on CPU 0 alone: all three runnable until the first
+        // ends, so between two and three times the run's length.
+        let mut w = Workload::new("three");
+        let p = w.add("t", vec![Step::Affinity(vec![0].into_boxed_slice(), false), work(), Step::Exit]);
+        for i in 0..3 {
+            w.initial.push((p, format!("t{i}"), Some(0)));
+        }
+        let r = check_timed(&machine, "cfs", &w, 1).unwrap();
+        assert!(r.failure.is_none(), "{r:?}");
+        assert!(r.runnable_ns > 2 * r.sim_ns && r.runnable_ns <= 3 * r.sim_ns, "{r:?}");
+        // One task that mostly sleeps: runnable only while it computes.
+        let mut w = Workload::new("sleeper");
+        let p = w.add("s", vec![work(), Step::Sleep(Amount::fixed(200e6)), work(), Step::Exit]);
+        w.initial.push((p, "s".into(), None));
+        let r = check_timed(&machine, "cfs", &w, 1).unwrap();
+        assert!(r.sim_ns >= 200_000_000 && r.runnable_ns < r.sim_ns / 5 && r.runnable_ns >= 5_000_000, "{r:?}");
     }
 
     #[test]
