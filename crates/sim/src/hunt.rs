@@ -128,7 +128,8 @@ impl Draw {
 /// sleep, change their nice value, policy and allowed CPUs, disable
 /// migration around a computation, join a cpuset and change its CPUs, fork
 /// children and change theirs, each for at most a few simulated seconds;
-/// and sometimes a task that takes a CPU offline and back, a few times.
+/// sometimes a task that takes a CPU offline and back, a few times; and
+/// in some runs tasks that live for seconds (`long_tasks`).
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
