@@ -98,6 +98,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
     let next = AtomicU64::new(a.start);
     let first_fail = AtomicU64::new(u64::MAX);
     let sim_ns = AtomicU64::new(0);
+    let runnable_ns = AtomicU64::new(0);
     // Wall time spent building the policy and running the simulator, the
     // part `warmcore sim` would spend on the same runs: the rest of the
     // hunt's wall time is its own (make bench's reliability figures).
@@ -123,13 +124,13 @@ pub fn run(a: HuntArgs) -> Result<()> {
                 let checked = hunt::check_timed(m, policy, &case.workload, case.seed);
                 check_wall_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
                 match checked {
-                    Ok((None, ns)) => {
-                        sim_ns.fetch_add(ns, Ordering::SeqCst);
-                    }
-                    Ok((Some(f), ns)) => {
-                        sim_ns.fetch_add(ns, Ordering::SeqCst);
-                        first_fail.fetch_min(i, Ordering::SeqCst);
-                        found.lock().unwrap().push((case, f));
+                    Ok(c) => {
+                        sim_ns.fetch_add(c.sim_ns, Ordering::SeqCst);
+                        runnable_ns.fetch_add(c.runnable_ns, Ordering::SeqCst);
+                        if let Some(f) = c.failure {
+                            first_fail.fetch_min(i, Ordering::SeqCst);
+                            found.lock().unwrap().push((case, f));
+                        }
                     }
                     // A workload past the simulator's limits is the
                     // generator's fault, never the scheduler's.
@@ -160,6 +161,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
     });
     let done = done.into_inner().unwrap();
     let sim_s = sim_ns.load(Ordering::SeqCst) as f64 * 1e-9;
+    let runnable_s = runnable_ns.load(Ordering::SeqCst) as f64 * 1e-9;
     for s in skipped.lock().unwrap().iter() {
         eprintln!("hunt: a generated workload was refused by the simulator (not counted as a failure): {s}");
     }
@@ -174,6 +176,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
         "start": a.start,
         "runs": done.len(),
         "simulated_s": sim_s,
+        "runnable_task_s": runnable_s,
         "wall_s": t0.elapsed().as_secs_f64(),
         "simulator_wall_s": check_wall_ns.load(Ordering::SeqCst) as f64 * 1e-9,
         "refused": skipped.lock().unwrap().len(),
@@ -191,10 +194,11 @@ pub fn run(a: HuntArgs) -> Result<()> {
     let path = a.out.join("summary.json");
     warmcore_trace::output::write(&path, &[], serde_json::to_string_pretty(&summary)?.as_bytes())?;
     println!(
-        "hunt: {} runs of {} ({:.1} simulated s, {:.1} s), {}",
+        "hunt: {} runs of {} ({:.1} simulated s, {:.1} runnable task-s, {:.1} s), {}",
         done.len(),
         a.policy,
         sim_s,
+        runnable_s,
         t0.elapsed().as_secs_f64(),
         if result.is_some() { "1 failure" } else { "no failure" }
     );

@@ -83,7 +83,8 @@ fn a_short_hunt_finds_nothing_in_scx_default() {
     let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("h/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["runs"], 40);
     assert!(summary["failure"].is_null());
-    assert!(summary["simulated_s"].as_f64().unwrap() > 0.0);
+    // Every run has a task that computes: each adds runnable task-time.
+    assert!(summary["simulated_s"].as_f64().unwrap() > 0.0 && summary["runnable_task_s"].as_f64().unwrap() > 0.0, "{summary}");
 }
 
 /// `bpf:DIR` with a relative DIR builds from the directory it names (the

@@ -10,7 +10,10 @@
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::{CountSink, Engine, Limits};
+use warmcore_trace::{ids, Event};
+
+use crate::engine::{Engine, Limits};
+use crate::sim::Sink;
 use crate::program::{Amount, Step, Workload};
 use crate::{Governor, Machine, SimError};
 
@@ -125,7 +128,8 @@ impl Draw {
 /// sleep, change their nice value, policy and allowed CPUs, disable
 /// migration around a computation, join a cpuset and change its CPUs, fork
 /// children and change theirs, each for at most a few simulated seconds;
-/// and sometimes a task that takes a CPU offline and back, a few times.
+/// sometimes a task that takes a CPU offline and back, a few times; and
+/// in some runs tasks that live for seconds (`long_tasks`).
 pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     let cs = case_seed(seed, index);
     let mut d = Draw(ChaCha8Rng::seed_from_u64(cs));
@@ -234,28 +238,132 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
         let prog = w.add("hotplug", steps);
         w.initial.push((prog, "hotplug".into(), None));
     }
+    // Long runs from a fourth stream, after every other draw, as hotplug:
+    // the other tasks above last about 0.2 simulated seconds, too short for
+    // the 1 s starvation bound to fail, so some runs add tasks that live
+    // for seconds.
+    let mut l = Draw(ChaCha8Rng::seed_from_u64(cs ^ 0x1d1e_5ced_0000_0003));
+    if l.chance(LONG_RUNS) {
+        long_tasks(&mut l, &mut w, n);
+    }
     // A cpuset only a body's step names is made there.
     w.cpusets = w.programs.iter().flat_map(|p| &p.steps).any(|s| matches!(s, Step::JoinCpuset(_) | Step::CpusetCpus(..))) as u32;
     Case { index, machine, seed: cs, workload: w }
+}
+
+/// The share of runs that last seconds (`long_tasks`).
+pub const LONG_RUNS: f64 = 0.15;
+
+/// Tasks that keep a run going for 2 to 8 simulated seconds: loops of
+/// long computations (20 ms to 1 s) and sleeps (1 ms to 1.5 s), some at a
+/// nice value or on a few CPUs, more of them than CPUs on small machines;
+/// and sometimes a task whose timer wakes it every 0.3 to 3 s to fork a
+/// storm of short children.
+fn long_tasks(l: &mut Draw, w: &mut Workload, n: u32) {
+    let span_ms = l.range(2_000, 8_000);
+    for i in 0..l.range(1, (2 * n as u64).min(8)) {
+        let (run_ms, sleep_ms) = (l.range(20, 1_000), l.range(1, 1_500));
+        let body = w.add(
+            &format!("long{i}-body"),
+            vec![Step::Compute(Amount::work_us(run_ms as f64 * 1e3, 0.2)), Step::Sleep(Amount::fixed(sleep_ms as f64 * 1e6))],
+        );
+        let mut steps = Vec::new();
+        if l.chance(0.3) {
+            steps.push(Step::Nice(l.range(0, 39) as i8 - 20));
+        }
+        if l.chance(0.3) {
+            steps.push(Step::Affinity(l.mask(n).into_boxed_slice(), false));
+        }
+        // span_ms at the reference frequency (2 GHz): from half that on
+        // the fastest cores to longer on slow ones or when shared.
+        steps.push(Step::Repeat(body, (span_ms / (run_ms + sleep_ms)).max(1)));
+        steps.push(Step::Exit);
+        let prog = w.add(&format!("long{i}"), steps);
+        w.initial.push((prog, format!("long{i}"), None));
+    }
+    if l.chance(0.5) {
+        let child = w.add("storm-child", vec![Step::Compute(Amount::work_us(l.range(5, 500) as f64, 0.5)), Step::Exit]);
+        let mut body = vec![Step::Sleep(Amount::fixed(l.range(300, 3_000) as f64 * 1e6))];
+        body.extend(std::iter::repeat_n(Step::Fork(child), l.range(2, 32) as usize));
+        body.push(Step::WaitAll);
+        let body = w.add("storm-body", body);
+        let prog = w.add("storm", vec![Step::Repeat(body, l.range(1, 4)), Step::Exit]);
+        w.initial.push((prog, "storm".into(), None));
+    }
 }
 
 /// Run `w` on `machine` under `policy` with the simulator's seed `seed`,
 /// and check it: None if it passed, the failure otherwise. An error is a
 /// bad input (an unknown policy, a workload past the simulator's limits).
 pub fn check(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<Option<Failure>, SimError> {
-    check_timed(machine, policy, w, seed).map(|(f, _)| f)
+    check_timed(machine, policy, w, seed).map(|c| c.failure)
 }
 
-/// As `check`, with the simulated time the run took.
-pub fn check_timed(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<(Option<Failure>, u64), SimError> {
+/// A checked run: its failure if any, and how much it exercised the
+/// scheduler.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub failure: Option<Failure>,
+    /// Simulated time the run took.
+    pub sim_ns: u64,
+    /// Runnable task-time: the time each task spent runnable (`Runnable`),
+    /// summed over the tasks.
+    pub runnable_ns: u64,
+}
+
+/// As `check`, with the simulated and runnable task-time the run took.
+pub fn check_timed(machine: &Machine, policy: &str, w: &Workload, seed: u64) -> Result<Checked, SimError> {
     let p = crate::policies::make_policy(policy, machine)?;
-    let mut e = Engine::new(machine.clone(), Governor::Powersave, p, w.clone(), seed, Box::new(CountSink::default()))?;
-    let out = match e.run(Limits { max_sim_ns: RUN_LIMIT_NS, ..Limits::default() }) {
-        Ok(out) => out,
-        Err(SimError::Deadlock(why)) => return Ok((Some(Failure { kind: Kind::Unfinished, what: why }), e.sim.now())),
+    let mut e = Engine::new(machine.clone(), Governor::Powersave, p, w.clone(), seed, Box::new(Runnable::default()))?;
+    let (failure, end) = match e.run(Limits { max_sim_ns: RUN_LIMIT_NS, ..Limits::default() }) {
+        Ok(out) => (classify(&out), out.makespan_ns),
+        Err(SimError::Deadlock(why)) => (Some(Failure { kind: Kind::Unfinished, what: why }), e.sim.now()),
         Err(e) => return Err(e),
     };
-    Ok((classify(&out), out.makespan_ns))
+    let runnable_ns = e.into_sink().finish(end).ok().and_then(|v| v.as_u64()).unwrap_or(0);
+    Ok(Checked { failure, sim_ns: end, runnable_ns })
+}
+
+/// A sink that keeps no event and integrates the number of runnable tasks
+/// over time. Runnable is waiting or running, as the engine counts a CPU's
+/// tasks (`Sim::nr_add`, its RQ_SIZE events) after the kernel's
+/// `rq->nr_running` (kernel/sched/core.c, `activate_task` and
+/// `deactivate_task`), the span between sched_ext's `ops.runnable` and
+/// `ops.quiescent`: the time a scheduler has a task in its hands, whether
+/// it waits for a CPU or holds one. A policy's daemons count too.
+#[derive(Default)]
+struct Runnable {
+    tasks: i64,
+    since_ns: u64,
+    task_ns: u64,
+}
+
+impl Runnable {
+    fn until(&mut self, ns: u64) {
+        if ns > self.since_ns {
+            self.task_ns += self.tasks.max(0) as u64 * (ns - self.since_ns);
+            self.since_ns = ns;
+        }
+    }
+}
+
+impl Sink for Runnable {
+    fn emit(&mut self, cpu: u32, ev: Event) -> Result<(), String> {
+        self.emit_fields(cpu, ev.ts, ev.pid, ev.id, ev.a(), ev.b())
+    }
+    #[inline]
+    fn emit_fields(&mut self, _cpu: u32, ts: u64, _pid: u32, id: u32, _a: u32, b: u32) -> Result<(), String> {
+        if id == ids::RQ_SIZE {
+            self.until(ts);
+            // The change, -1 or +1, is the second argument.
+            self.tasks += b as i32 as i64;
+        }
+        Ok(())
+    }
+    fn finish(mut self: Box<Self>, end_ns: u64) -> Result<serde_json::Value, String> {
+        self.until(end_ns);
+        Ok(self.task_ns.into())
+    }
 }
 
 /// The failure a run's outcome shows, if any.
@@ -508,12 +616,60 @@ mod tests {
             assert_eq!(off, on, "run {i}: every CPU comes back");
             if off > 0 {
                 hotplug += 1;
-                // The same tasks as without it, the controller last.
-                let last = c.workload.initial.last().unwrap();
-                assert_eq!(last.1, "hotplug");
+                // The same tasks as without it, the controller after them
+                // (before a long run's tasks).
+                let after = c.workload.initial.iter().find(|t| !t.1.starts_with('t')).unwrap();
+                assert_eq!(after.1, "hotplug");
             }
         }
         assert!(hotplug > 10, "{hotplug} runs with CPU hotplug");
+    }
+
+    #[test]
+    fn some_runs_last_seconds_and_keep_their_other_tasks() {
+        let m = vec![("core2duo-e8400".to_string(), 2)];
+        let mut long = Vec::new();
+        for i in 0..200 {
+            let c = generate(5, i, &m);
+            let names: Vec<&str> = c.workload.initial.iter().map(|t| t.1.as_str()).collect();
+            // The generator's other tasks first, in their order, then these.
+            let first = names.iter().position(|n| n.starts_with("long")).unwrap_or(names.len());
+            assert!(names[..first].iter().all(|n| n.starts_with('t') || *n == "hotplug"), "run {i}: {names:?}");
+            assert!(names[first..].iter().all(|n| n.starts_with("long") || *n == "storm"), "run {i}: {names:?}");
+            if first < names.len() {
+                long.push(c);
+            }
+        }
+        assert!((15..=50).contains(&long.len()), "{} long runs of 200", long.len());
+        // They do last seconds when run.
+        let machine = Machine::load("core2duo-e8400").unwrap();
+        for c in &long[..2] {
+            let r = check_timed(&machine, "cfs", &c.workload, c.seed).unwrap();
+            assert!(r.failure.is_none(), "{r:?}");
+            assert!(r.sim_ns >= 1_000_000_000, "run {}: {r:?}", c.index);
+        }
+    }
+
+    #[test]
+    fn runnable_time_counts_waiting_and_running_not_sleeping() {
+        let machine = Machine::load("core2duo-e8400").unwrap();
+        let work = || Step::Compute(Amount::work_us(10_000.0, 0.0));
+        // Three tasks on CPU 0 alone: all three runnable until the first
+        // ends, so between two and three times the run's length.
+        let mut w = Workload::new("three");
+        let p = w.add("t", vec![Step::Affinity(vec![0].into_boxed_slice(), false), work(), Step::Exit]);
+        for i in 0..3 {
+            w.initial.push((p, format!("t{i}"), Some(0)));
+        }
+        let r = check_timed(&machine, "cfs", &w, 1).unwrap();
+        assert!(r.failure.is_none(), "{r:?}");
+        assert!(r.runnable_ns > 2 * r.sim_ns && r.runnable_ns <= 3 * r.sim_ns, "{r:?}");
+        // One task that mostly sleeps: runnable only while it computes.
+        let mut w = Workload::new("sleeper");
+        let p = w.add("s", vec![work(), Step::Sleep(Amount::fixed(200e6)), work(), Step::Exit]);
+        w.initial.push((p, "s".into(), None));
+        let r = check_timed(&machine, "cfs", &w, 1).unwrap();
+        assert!(r.sim_ns >= 200_000_000 && r.runnable_ns < r.sim_ns / 5 && r.runnable_ns >= 5_000_000, "{r:?}");
     }
 
     #[test]
