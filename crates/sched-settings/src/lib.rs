@@ -237,6 +237,11 @@ pub struct Settings {
     /// warm CPUs of any die before cold ones).
     #[arg(long)]
     pub warm_no_die: bool,
+    /// warm: a forked task that finds no idle CPU queues on its parent's
+    /// CPU (or its previous child's), not on the CPU with the fewest
+    /// waiting tasks, and is queued on its parent's CPU even behind others.
+    #[arg(long)]
+    pub warm_no_fork_balance: bool,
     /// warm: the largest warm set whose CPUs ask for the highest
     /// performance (0: never; they follow their utilisation).
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
@@ -480,6 +485,7 @@ impl Settings {
         set("warm_fork", 0, !self.warm_no_fork as u64);
         set("warm_compact", 0, !self.warm_no_compact as u64);
         set("warm_die", 0, !self.warm_no_die as u64);
+        set("warm_fork_balance", 0, !self.warm_no_fork_balance as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
         let held = self.warm(topo) == NestWarm::Pmqos;
         set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });

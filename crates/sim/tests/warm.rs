@@ -204,3 +204,40 @@ fn warm_keeps_a_parallel_load_on_one_die() {
     let off = dies("scx:warm:local=off,die=off");
     assert!(warm.len() == 1 && off.len() == 2, "dies: warm {warm:?}, die=off {off:?}");
 }
+
+/// A parent on CPU 0 forks 300 tasks that each run 100 us and sleep 100 us
+/// for 50 ms: the tuning suite's wake-up storm, smaller, still more demand
+/// than the machine has CPUs.
+fn storm() -> Workload {
+    let mut w = Workload::new("storm");
+    let body = w.add("period", vec![Step::Compute(Amount::work_us(100.0, 0.0)), Step::Sleep(Amount::fixed(1e5))]);
+    let task = w.add("task", vec![Step::RepeatFor(body, 50_000_000), Step::Exit]);
+    let mut main: Vec<Step> = (0..300).map(|_| Step::Fork(task)).collect();
+    main.extend([Step::WaitAll, Step::Exit]);
+    let main = w.add("main", main);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+#[test]
+fn warm_sends_a_fork_to_the_least_loaded_cpu_when_none_is_idle() {
+    let m = common::quiet("xeon-gold-5218-2s");
+    // When the last task was forked, and the most tasks one CPU's queue
+    // held.
+    let run = |policy: &str| -> (u64, u32) {
+        let (_, evs) = simulate(&m, Governor::Schedutil, policy, storm());
+        let last_fork = of(&evs, ids::FORK).last().unwrap().1.ts;
+        let deepest = of(&evs, ids::RQ_SIZE).iter().map(|(_, e)| e.a()).max().unwrap();
+        (last_fork, deepest)
+    };
+    // Once every CPU is busy, each fork goes to the shortest queue: no
+    // queue grows far past the tasks' share (300 on 64 CPUs), and the
+    // parent, with as few ahead of it as any, forks on.
+    let (fork_at, deepest) = run("scx:warm");
+    assert!(deepest <= 20, "a queue of {deepest}");
+    // Without it, the children queue on the parent's CPU, where the woken
+    // ones return: they pile there, the parent last among them.
+    let (fork_off, deepest_off) = run("scx:warm:fork_balance=off");
+    assert!(deepest_off >= 100, "fork_balance=off: a queue of {deepest_off}");
+    assert!(3 * fork_at < 2 * fork_off, "last fork at {fork_at} ns, {fork_off} ns with fork_balance=off");
+}

@@ -12,7 +12,8 @@
  *
  * A woken or forked task goes, in order, to:
  *  1. its previous core, if idle and warm (its caches, no search);
- *  2. a fork: its parent's core, queued (warm_local): in a fork/wait chain
+ *  2. a fork: its parent's core, queued (warm_local), unless tasks already
+ *     wait there (warm_fork_balance): in a fork/wait chain
  *     the parent waits at once and the child runs on the core it leaves,
  *     fast and awake, where an idle core would first leave its idle state;
  *     a parent that goes on running has an idle CPU, kicked at the
@@ -26,7 +27,8 @@
  *     set stays compact, the highest cores left to decay out;
  *  4. the built-in selection, which spreads over idle cores, cold ones
  *     included, when the warm set has none idle: the load needs more cores;
- *  5. else its previous core's queue, from which idle CPUs pull (the base).
+ *  5. else its previous core's queue, from which idle CPUs pull (the base);
+ *     a fork, the CPU with the fewest waiting tasks (warm_fork_balance).
  * There is no warmer thread and no reserve nest: while the set is small, a
  * core is kept fast through its performance target (warm_keeps) and, by the
  * loader, out of deep idle through its PM QoS resume latency (pmqos_hold,
@@ -40,6 +42,7 @@ const volatile bool warm_local = true;		/* step 2, the parent's core */
 const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
 const volatile bool warm_die = true;		/* step 3, the die before the others */
+const volatile bool warm_fork_balance = true;	/* step 4, a fork to the least loaded CPU */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
 /* The loader holds the warm set in polling while it has at most this many
@@ -195,6 +198,38 @@ static s32 warm_search(struct task_struct *p, s32 start, u64 now, bool *cold)
 	return found;
 }
 
+/*
+ * A fork that found no idle CPU: the CPU @p may use with the fewest waiting
+ * tasks, @start's die winning ties, as the fair class sends a fork to the
+ * idlest CPU of the machine (select_task_rq_fair's slow path for
+ * SD_BALANCE_FORK, find_idlest_cpu, kernel/sched/fair.c). Queued on the
+ * parent's CPU instead, a burst of forks onto a busy machine piles there
+ * (the wake-up storm: 593 of its 1,000 tasks on one CPU, every other CPU
+ * running one), no CPU idles to pull them, and the parent, the last of
+ * them in virtual time, forks ever slower (docs/warm.md).
+ */
+static s32 warm_least_loaded(struct task_struct *p, s32 start)
+{
+	const struct cpumask *die = llc_cpus(start);
+	s32 cpu, best = start, q, best_q = 0x7fffffff;
+	u32 i;
+
+	bpf_for(i, 0, nr_cpus) {
+		cpu = i;
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		/* Twice the queue, one more off the die: ties stay on it. */
+		q = 2 * scx_bpf_dsq_nr_queued(cpu);
+		if (die && !bpf_cpumask_test_cpu(cpu, die))
+			q++;
+		if (q < best_q) {
+			best = cpu;
+			best_q = q;
+		}
+	}
+	return best;
+}
+
 /* The loader holds the warm set in polling now (Settings::holds). */
 static __always_inline bool warm_polled(void)
 {
@@ -231,9 +266,11 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	/* A set held in polling has idle CPUs that wake at once and fast: the
 	 * steps below give the child one, without the race for the parent's
 	 * core (docs/warm.md); a larger set is a load of many forks
-	 * (hackbench), which the parent's core serves best. */
+	 * (hackbench), which the parent's core serves best, unless tasks
+	 * already wait there (warm_least_loaded). */
 	if (warm_local && (wake_flags & SCX_WAKE_FORK) && !warm_polled() &&
-	    bpf_cpumask_test_cpu(start, p->cpus_ptr)) {
+	    bpf_cpumask_test_cpu(start, p->cpus_ptr) &&
+	    !(warm_fork_balance && scx_bpf_dsq_nr_queued(start) > 0)) {
 		stat_add(WC_ST_WARM_LOCAL, 1);
 		return start;
 	}
@@ -252,6 +289,8 @@ static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *di
 	cpu = scx_bpf_select_cpu_dfl(p, start, wake_flags, &idle);
 	if (idle)
 		stat_add(WC_ST_WARM_SPREAD, 1);
+	else if (warm_fork_balance && (wake_flags & SCX_WAKE_FORK))
+		cpu = warm_least_loaded(p, start);
 	*direct = idle;
 	if (ptctx)
 		ptctx->fork_hint = cpu;
