@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # make bench: the hunt's reliability figures (docs/hunt.md). For each
-# hosted policy, one `warmcore hunt` of RUNS generated workloads (1,000
-# unless told) with seed SEED (1) on one thread, and one line: workloads
+# hosted policy (the sched_ext programs, and the simulator's own models:
+# the fair class, the papers' policies on it, the Haiku references), one
+# `warmcore hunt` of RUNS generated workloads (1,000 unless told) with
+# seed SEED (1) on one thread, and one line: workloads
 # tried, simulated seconds, runnable task-seconds (the time tasks spent
 # waiting or running, summed over the tasks), failures found, wall
 # seconds, and the hunt's own overhead against the simulator alone on
@@ -19,7 +21,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 policies="scx:default scx:slocal scx:smove scx:nest:warm=pmqos scx:nest:warm=threads scx:nest:warm=off
-scx:haiku-low-latency scx:haiku-power-saving scx:warm scx:bpfland scx:flash scx:cosmos"
+scx:haiku-low-latency scx:haiku-power-saving scx:warm scx:bpfland scx:flash scx:cosmos
+cfs eevdf slocal smove nest haiku-low-latency haiku-power-saving haiku-old"
 
 echo "== hunt: $RUNS generated workloads per policy, seed $SEED, one thread"
 printf '%-26s %8s %12s %11s %9s %8s %9s\n' policy runs "simulated s" "runnable s" failures "wall s" overhead
