@@ -91,17 +91,27 @@ static void wc_copy(void *dst, const void *src, u64 n)
 	__builtin_memcpy(dst, src, n);
 }
 
+/* The maps found so far, by their definition's address: a program looks up
+ * several maps in turn (a task's context, a CPU's, its settings), and the
+ * search through every map cost more than the look-ups themselves. */
+#define WC_MAP_CACHE 64
+static struct {
+	void *def;
+	struct wc_map *map;
+} wc_map_cache[WC_MAP_CACHE];
+
 static struct wc_map *wc_map_of(void *def)
 {
-	static struct wc_map *last;
-	u32 t, i;
+	u32 h = ((u64)def >> 4) % WC_MAP_CACHE, t, i;
 
-	if (last && last->def == def)
-		return last;
+	if (def && wc_map_cache[h].def == def)
+		return wc_map_cache[h].map;
 	for (t = 0; t < WC_NR_TUS; t++)
 		for (i = 0; i < wc_tus[t]->nr_maps; i++)
-			if (wc_tus[t]->maps[i].def == def)
-				return last = &wc_tus[t]->maps[i];
+			if (wc_tus[t]->maps[i].def == def) {
+				wc_map_cache[h].def = def;
+				return wc_map_cache[h].map = &wc_tus[t]->maps[i];
+			}
 	return NULL;
 }
 
