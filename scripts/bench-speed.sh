@@ -14,14 +14,17 @@
 #
 # QUICK=1 adds `warmcore reproduce --quick` (wall time, and whether the two
 # claims.json are the same). scripts/bench.sh calls this when BEFORE is set.
+# STORM=1 runs the storm's rows alone (every policy, both governors).
 . "$(dirname "$0")/bench-builds.sh" "$@"
 
 storm=periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=3000
-runs=(
-    "--machine xeon-e7-8870v4 --workload $storm --policy cfs --governor powersave"
-    "--machine xeon-e7-8870v4 --workload $storm --policy cfs --governor schedutil"
-    "--machine xeon-e7-8870v4 --workload $storm --policy scx:default --governor powersave"
-    "--machine xeon-e7-8870v4 --workload $storm --policy scx:default --governor schedutil"
+runs=()
+for p in cfs scx:default scx:bpfland scx:flash scx:cosmos; do
+    for g in powersave schedutil; do
+        runs+=("--machine xeon-e7-8870v4 --workload $storm --policy $p --governor $g")
+    done
+done
+[ -n "${STORM:-}" ] || runs+=(
     "--machine xeon-gold-5218-2s --workload configure:checks=20000 --policy cfs"
     "--machine xeon-e7-8870v4 --workload kbuild:jobs=320,files=100000 --policy cfs"
     "--machine xeon-gold-5218-2s --workload hackbench:groups=100,loops=100 --policy cfs"

@@ -91,17 +91,27 @@ static void wc_copy(void *dst, const void *src, u64 n)
 	__builtin_memcpy(dst, src, n);
 }
 
+/* The maps found so far, by their definition's address: a program looks up
+ * several maps in turn (a task's context, a CPU's, its settings), and the
+ * search through every map cost more than the look-ups themselves. */
+#define WC_MAP_CACHE 64
+static struct {
+	void *def;
+	struct wc_map *map;
+} wc_map_cache[WC_MAP_CACHE];
+
 static struct wc_map *wc_map_of(void *def)
 {
-	static struct wc_map *last;
-	u32 t, i;
+	u32 h = ((u64)def >> 4) % WC_MAP_CACHE, t, i;
 
-	if (last && last->def == def)
-		return last;
+	if (def && wc_map_cache[h].def == def)
+		return wc_map_cache[h].map;
 	for (t = 0; t < WC_NR_TUS; t++)
 		for (i = 0; i < wc_tus[t]->nr_maps; i++)
-			if (wc_tus[t]->maps[i].def == def)
-				return last = &wc_tus[t]->maps[i];
+			if (wc_tus[t]->maps[i].def == def) {
+				wc_map_cache[h].def = def;
+				return wc_map_cache[h].map = &wc_tus[t]->maps[i];
+			}
 	return NULL;
 }
 
@@ -603,9 +613,12 @@ void bpf_iter_num_destroy(struct bpf_iter_num *it)
 }
 
 /* kernel/bpf/cpumask.c. Only the first nr_cpu_ids bits of a mask are ever
- * set (the kernel's operations work on nr_cpu_ids bits). */
+ * set (the kernel's operations work on nr_cpu_ids bits, nr_cpumask_bits in
+ * include/linux/cpumask.h), so the operations on whole masks look at the
+ * words that hold those bits alone: a mask is 128 words long, and a busy
+ * machine's empty idle mask was read to its end at every test. */
 #define WC_MASK_BITS (sizeof(struct cpumask) * 8)
-#define WC_MASK_WORDS (sizeof(((struct cpumask *)0)->bits) / sizeof(((struct cpumask *)0)->bits[0]))
+#define WC_MASK_WORDS ((wc_nr_cpus + 63) / 64)
 
 struct bpf_cpumask *bpf_cpumask_create(void)
 {
@@ -747,7 +760,7 @@ u32 bpf_cpumask_first_and(const struct cpumask *a, const struct cpumask *b)
 
 void bpf_cpumask_copy(struct bpf_cpumask *dst, const struct cpumask *src)
 {
-	wc_copy(&dst->cpumask, src, sizeof(dst->cpumask));
+	wc_copy(&dst->cpumask, src, WC_MASK_WORDS * sizeof(src->bits[0]));
 }
 
 bool bpf_cpumask_and(struct bpf_cpumask *dst, const struct cpumask *a, const struct cpumask *b)
