@@ -42,6 +42,11 @@ fresh_stats() {
   wait_for 120 more_lines "$1" "$_k"
   tail -1 "$1"
 }
+# A stress that is there only until what it makes happen is seen runs as
+# `setsid warmcore vm workload mixed ... & W=$!` (a process group of its
+# own), and `stop_group $W` ends it with its children rather than waiting out
+# its seconds.
+stop_group() { kill -- -$1 2>/dev/null; wait $1; }
 # How many times the loader writing to FILE restarted the scheduler.
 restarts() { grep -c "starting it again" "$1" 2>/dev/null; }
 
