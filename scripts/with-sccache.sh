@@ -12,7 +12,10 @@
 # phases under taskset, off the VM suite's CPU, and the server inherits
 # that); stopped when the command ends, also on failure or Ctrl-C (its
 # hit counts are printed then). SCCACHE_IDLE_TIMEOUT ends it should this
-# script be killed outright.
+# script be killed outright: an hour, since only a new request restarts
+# sccache's idle clock, not a compile in progress (with 120 s the server
+# left in the middle of arrow's crates on a loaded machine, and cargo
+# compiled them again without the cache).
 #
 # Without sccache, or with RUSTC_WRAPPER already set (`RUSTC_WRAPPER=`
 # builds without the cache), the command runs as it is. A command nested
@@ -24,7 +27,7 @@ if [ -n "${RUSTC_WRAPPER+set}" ] || ! command -v sccache >/dev/null; then
     exec "$@"
 fi
 SCCACHE_SERVER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export SCCACHE_SERVER_PORT RUSTC_WRAPPER=sccache SCCACHE_IDLE_TIMEOUT=${SCCACHE_IDLE_TIMEOUT:-120}
+export SCCACHE_SERVER_PORT RUSTC_WRAPPER=sccache SCCACHE_IDLE_TIMEOUT=${SCCACHE_IDLE_TIMEOUT:-3600}
 sccache --start-server >/dev/null
 stop() {
     sccache --stop-server 2>/dev/null | awk '
