@@ -7,12 +7,14 @@
 # compiles only the workspace's own crates: the dependencies are hits.
 #
 # The server is our own: on a free port of its own (SCCACHE_SERVER_PORT),
-# so that we never use or stop anyone else's; started here, so that it
-# compiles inside this command's CPU set (make test runs its foreground
-# phases under taskset, off the VM suite's CPU, and the server inherits
-# that); stopped when the command ends, also on failure or Ctrl-C (its
-# hit counts are printed then). SCCACHE_IDLE_TIMEOUT ends it should this
-# script be killed outright: an hour, since only a new request restarts
+# so that we never use or stop anyone else's; started here, in the
+# foreground (SCCACHE_NO_DAEMON) as this script's child, so that it and the
+# compiles it runs stay in this command's CPU set (make test runs its
+# foreground phases under taskset, off the VM suite's CPU) and process
+# group (Ctrl-C ends them with the command; a daemon's compiles went on);
+# stopped when the command ends, also on failure (its hit counts are
+# printed then). SCCACHE_IDLE_TIMEOUT ends it should this script be
+# killed outright: an hour, since only a new request restarts
 # sccache's idle clock, not a compile in progress (with 120 s the server
 # left in the middle of arrow's crates on a loaded machine, and cargo
 # compiled them again without the cache).
@@ -28,12 +30,23 @@ if [ -n "${RUSTC_WRAPPER+set}" ] || ! command -v sccache >/dev/null; then
 fi
 SCCACHE_SERVER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export SCCACHE_SERVER_PORT RUSTC_WRAPPER=sccache SCCACHE_IDLE_TIMEOUT=${SCCACHE_IDLE_TIMEOUT:-3600}
-sccache --start-server >/dev/null
+SCCACHE_START_SERVER=1 SCCACHE_NO_DAEMON=1 sccache >/dev/null 2>&1 &
+server=$!
+# Until it listens: a client that finds no server starts a daemon of its own.
+until (exec 3<>"/dev/tcp/127.0.0.1/$SCCACHE_SERVER_PORT") 2>/dev/null; do
+    if ! kill -0 "$server" 2>/dev/null; then
+        echo "with-sccache: the sccache server did not start: running without the cache" >&2
+        unset RUSTC_WRAPPER
+        exec "$@"
+    fi
+    sleep 0.1
+done
 stop() {
     sccache --stop-server 2>/dev/null | awk '
         /^Compile requests /  { r = $NF } /^Cache hits /          { h = $NF }
         /^Cache misses /      { m = $NF } /^Non-cacheable calls / { n = $NF }
         END { if (r != "") printf "sccache: %d compile requests, %d hits, %d misses, %d not cacheable\n", r, h, m, n }' || true
+    wait "$server" 2>/dev/null || true
 }
 trap stop EXIT
 trap 'exit 130' INT
