@@ -32,10 +32,15 @@ SCCACHE_SERVER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("1
 export SCCACHE_SERVER_PORT RUSTC_WRAPPER=sccache SCCACHE_IDLE_TIMEOUT=${SCCACHE_IDLE_TIMEOUT:-3600}
 SCCACHE_START_SERVER=1 SCCACHE_NO_DAEMON=1 sccache >/dev/null 2>&1 &
 server=$!
-# Until it listens: a client that finds no server starts a daemon of its own.
+# Until it listens: a client that finds no server starts a daemon of its own
+# (and `sccache --start-server` gives up after 10 s, which a loaded machine
+# exceeded). Without a server in a minute, the command runs without it.
+tries=0
 until (exec 3<>"/dev/tcp/127.0.0.1/$SCCACHE_SERVER_PORT") 2>/dev/null; do
-    if ! kill -0 "$server" 2>/dev/null; then
+    tries=$((tries + 1))
+    if ! kill -0 "$server" 2>/dev/null || [ "$tries" -gt 600 ]; then
         echo "with-sccache: the sccache server did not start: running without the cache" >&2
+        kill "$server" 2>/dev/null || true
         unset RUSTC_WRAPPER
         exec "$@"
     fi
