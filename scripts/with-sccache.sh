@@ -4,7 +4,9 @@
 # sccache as the compiler cache of every rustc cargo runs (RUSTC_WRAPPER;
 # the cc crate then caches the C of the build scripts too). Its cache lives
 # outside the clone (sccache's default, ~/.cache/sccache), so a fresh clone
-# compiles only the workspace's own crates: the dependencies are hits.
+# at the path of an earlier one (as CI's) takes most compiles from it; at
+# another path almost none hit, as the keys carry the clone's path
+# (BENCHMARKS.md, The compiler cache).
 #
 # The server is our own: on a free port of its own (SCCACHE_SERVER_PORT),
 # so that we never use or stop anyone else's; started here, in the
