@@ -50,8 +50,8 @@ until (exec 3<>"/dev/tcp/127.0.0.1/$SCCACHE_SERVER_PORT") 2>/dev/null; do
 done
 stop() {
     sccache --stop-server 2>/dev/null | awk '
-        /^Compile requests /  { r = $NF } /^Cache hits /          { h = $NF }
-        /^Cache misses /      { m = $NF } /^Non-cacheable calls / { n = $NF }
+        /^Compile requests +[0-9]+$/ { r = $NF } /^Cache hits +[0-9]+$/          { h = $NF }
+        /^Cache misses +[0-9]+$/     { m = $NF } /^Non-cacheable calls +[0-9]+$/ { n = $NF }
         END { if (r != "") printf "sccache: %d compile requests, %d hits, %d misses, %d not cacheable\n", r, h, m, n }' || true
     wait "$server" 2>/dev/null || true
 }
