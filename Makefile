@@ -9,6 +9,9 @@ CARGO ?= cargo
 BIN := target/release/warmcore
 PY := .venv/bin/python
 DEMO_OUT := out/demo
+# Every command that compiles runs under it: sccache as the compiler cache,
+# a server of the command's own, stopped at its end (the script says why).
+CACHE := scripts/with-sccache.sh
 
 .PHONY: all setup build dist test test-vm demo bench fuzz-short clean
 
@@ -24,16 +27,16 @@ build: setup
 	@# pyo3-ffi's build script reruns when that variable changes: without it,
 	@# each of the two builds compiled pyo3, arrow-pyarrow and the extension
 	@# again after the other, on every make build.
-	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH maturin develop --release --quiet
+	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH $(CURDIR)/$(CACHE) maturin develop --release --quiet
 	cfg=$$(ls -t $(CURDIR)/target/maturin/pyo3-config-*.txt 2>/dev/null | head -n 1); \
-	  env $${cfg:+PYO3_CONFIG_FILE=$$cfg} $(CARGO) build --release --workspace
+	  env $${cfg:+PYO3_CONFIG_FILE=$$cfg} $(CACHE) $(CARGO) build --release --workspace
 	@# The scripts and tests run $(BIN): cargo must build into target/.
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
 
 # The wheels (the command, the Python package) and the Debian package, into
 # out/dist (scripts/dist.sh); make test installs and checks them.
 dist: build
-	@scripts/dist.sh
+	@$(CACHE) scripts/dist.sh
 
 # The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
 # make test runs this command in the background beside its other phases.
@@ -57,7 +60,7 @@ test: build dist
 	 scripts/test-skipped.sh $(SKIP_LOG); exit $$status
 
 fuzz-short: setup
-	@scripts/fuzz-short.sh
+	@$(CACHE) scripts/fuzz-short.sh
 
 demo: build
 	@mkdir -p $(DEMO_OUT)

@@ -16,6 +16,9 @@ APT_PACKAGES+=(chromium chromium-driver)
 # make dist and its tests: the Debian package checked by lintian, its unit by
 # systemd-analyze, its man pages read with man.
 APT_PACKAGES+=(lintian systemd man-db groff-base)
+# The compiler cache (scripts/with-sccache.sh): a fresh clone compiles only
+# the workspace's own crates. Optional: without root, make builds without it.
+[ "$(id -u)" != 0 ] || APT_PACKAGES+=(sccache)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

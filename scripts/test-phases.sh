@@ -62,7 +62,8 @@ fi
 foreground() {
     local name=$1; shift
     echo "== make test: $name"
-    run_phase "$name" "${others[@]}" "$@" 2>&1 | tee "$logdir/$name.log"
+    # The compiler cache's server is the phase's own, inside its CPU set.
+    run_phase "$name" "${others[@]}" scripts/with-sccache.sh "$@" 2>&1 | tee "$logdir/$name.log"
 }
 
 foreground cargo-test "${CARGO:-cargo}" test --release --workspace

@@ -12,6 +12,7 @@ checks DIR/BOOT.log instead of booting (a kept output re-checked after a
 change to a check). WC_TEST_SECS shortens the stress of each policy (30 s),
 WIDE_CPUS sets the CPUs of the wide boot (72)."""
 
+import functools
 import json
 import os
 import pathlib
@@ -107,6 +108,21 @@ def service():
     return f"SERVICE={shlex.quote(shlex.join(argv))}\nSERVICE_SIGNAL={sig}\n"
 
 
+@functools.cache
+def vm_binary():
+    """BIN without its debug information, for the boots' initramfs: the
+    release build keeps line tables (109 MB of the binary's 130), which each
+    boot would gzip and the emulated guest unpack (12 s of a 37 s empty boot
+    on the shared 2-core machine, BENCHMARKS.md). Its symbols stay, so a
+    panic's backtrace in the guest still names its functions."""
+    KEPT.mkdir(parents=True, exist_ok=True)
+    out = KEPT / "warmcore"
+    r = subprocess.run(["strip", "--strip-debug", "-o", str(out), str(BIN)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"strip --strip-debug {BIN} failed: {r.stderr.strip()} (is binutils installed?)", pytrace=False)
+    return out
+
+
 def boot(name, config):
     saved = os.environ.get("WARMCORE_VM_OUTPUT")
     if saved:
@@ -127,7 +143,7 @@ def boot(name, config):
         with cm.global_and_fixture_disabled():
             tr.write_line(f"test-vm: booting {name} ({' '.join(BOOTS[name])}), output in {path}")
     with open(path, "w") as out, open(errpath, "w") as err:
-        rc = subprocess.run([str(BIN), "vm", *BOOTS[name], "--", "sh", "-c", script],
+        rc = subprocess.run([str(BIN), "vm", *BOOTS[name], "--warmcore", str(vm_binary()), "--", "sh", "-c", script],
                             stdout=out, stderr=err, stdin=subprocess.DEVNULL).returncode
     g = Guest(name, path, rc, errpath.read_text(errors="replace"))
     if rc != 0 and not g.lines:

@@ -42,6 +42,11 @@ fresh_stats() {
   wait_for 120 more_lines "$1" "$_k"
   tail -1 "$1"
 }
+# A stress that is there only until what it makes happen is seen runs as
+# `setsid warmcore vm workload mixed ... & W=$!` (a process group of its
+# own), and `stop_group $W` ends it with its children rather than waiting out
+# its seconds.
+stop_group() { kill -- -$1 2>/dev/null; wait $1; }
 # How many times the loader writing to FILE restarted the scheduler.
 restarts() { grep -c "starting it again" "$1" 2>/dev/null; }
 
@@ -51,6 +56,10 @@ cpuset_setup() {
   echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
   mkdir -p /sys/fs/cgroup/wc; echo 2-3 > /sys/fs/cgroup/wc/cpuset.cpus
 }
+# $SECS is 30 (WC_TEST_SECS): the stress is there for the sched_ext watchdog
+# (kernel/sched/ext.c, check_rq_for_timeouts: a task runnable for the
+# program's timeout_ms, 5 s, ejects it), and the stalls it found came 8 to
+# 28 s in (docs/peers-in-the-vm.md): a shorter one would miss some.
 # stress_beside TAG [unniced]: the mixed stress of $SECS s, and beside it a
 # task pinned to CPU 1, two in the cpuset of CPUs 2-3 (cpuset_setup), two
 # at nice 19 unless `unniced` (then a task that ends at once stands in for

@@ -12,10 +12,12 @@
 # cpufreq, where `auto` would leave it off). One short run checks --profile.
 cpuset_setup
 echo "QOS_BEFORE $(qos)"
+# Statistics every second: each check's fresh_stats waits for the next line
+# (with 5 s, 3.7 s for the default policy's).
 run_policy() {
   P=$1; shift
   t0=$(now)
-  warmcore sched --policy $P --stats 5 --freq-steer on "$@" > /tmp/$P.stats 2> /tmp/$P.err &
+  warmcore sched --policy $P --stats 1 --freq-steer on "$@" > /tmp/$P.stats 2> /tmp/$P.err &
   S=$!
   wait_enabled
   echo "STATE $P $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
@@ -69,7 +71,7 @@ warmcore sched --policy nest --stats 1 > /tmp/qk.stats 2> /tmp/qk.err & K=$!
 wait_enabled
 echo "QOS_ENABLED $(state)"
 echo "LOAD_S qos $(since $t0)"
-warmcore vm workload mixed --secs 20 > /dev/null & W=$!
+setsid warmcore vm workload mixed --secs 20 > /dev/null & W=$!
 t0=$(now); held=""; n=0
 while kill -0 $W 2>/dev/null; do
   kill -STOP $K; v=$(qos); n=$((n + 1))
@@ -82,7 +84,8 @@ kill -9 $K; wait $K 2>/dev/null
 echo "QOS_AFTER_KILL $(qos)"
 sed "s/^/QOSK_ERR /" /tmp/qk.err
 tail -3 /tmp/qk.stats | sed "s/^/QOSK_STATS /"
-wait $W
+# The stress was there to make the nest grow: what it held is read.
+stop_group $W
 warmcore sched --policy default --run-for 1 2> /tmp/restore.err; echo "RESTORE_RC $?"
 sed "s/^/RESTORE_ERR /" /tmp/restore.err
 echo "QOS_RESTORED $(qos)"
@@ -129,8 +132,18 @@ sed "s/^/REC_ERR /" /tmp/rec.err
 warmcore trace info /tmp/rec.wct | sed "s/^/REC_INFO /"
 echo "REC_FORKS $(warmcore trace dump /tmp/rec.wct --event FORK | wc -l)"
 warmcore trace stats --json /tmp/rec.wct > /dev/null; echo "REC_STATS_RC $?"
+# Recording once each of its programs is attached (a bpf_link for each
+# bpf-prog among its files): the trace is written aside and appears under
+# its name only when finished, so waiting for /tmp/int.wct waited out the
+# whole deadline.
+attached() {
+  _fds=$(ls -l /proc/$1/fd 2>/dev/null)
+  _l=$(echo "$_fds" | grep -c bpf_link); _p=$(echo "$_fds" | grep -c bpf-prog)
+  [ "$_l" -gt 0 ] && [ "$_l" -ge "$_p" ]
+}
 warmcore record -o /tmp/int.wct 2> /dev/null & R=$!
-wait_for 60 test -e /tmp/int.wct
+wait_for 60 attached $R
+echo "REC_INT_ATTACHED $(ls -l /proc/$R/fd 2>/dev/null | grep -c bpf_link) links"
 kill -INT $R; wait $R; echo "REC_INT_RC $?"
 warmcore trace info /tmp/int.wct | sed "s/^/REC_INT_INFO /"
 dmesg | grep -i -E "sched_ext|stall|watchdog" | sed "s/^/KMSG /"

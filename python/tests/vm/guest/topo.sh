@@ -26,14 +26,14 @@ echo "SERVICE_QOS_BEFORE $(qos)"
 sh -c "exec $SERVICE" > /tmp/svc.out 2> /tmp/svc.err & V=$!
 wait_enabled
 echo "SERVICE_STATE $(state) $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
-warmcore vm workload mixed --secs 20 > /dev/null & W=$!
+setsid warmcore vm workload mixed --secs 20 > /dev/null & W=$!
 held=""
 while kill -0 $W 2>/dev/null; do
   v=$(qos)
   case "$v" in *n/a*) held=$v; break;; esac
   sleep 0.1
 done
-wait $W
+stop_group $W
 echo "SERVICE_QOS_HELD $held"
 kill -s $SERVICE_SIGNAL $V; wait $V; echo "SERVICE_RC $?"
 wait_for 10 is_state disabled
