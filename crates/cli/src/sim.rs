@@ -23,8 +23,9 @@ pub struct SimArgs {
     /// Workload and its parameters: name[:key=value,...], e.g.
     /// hackbench:groups=25,loops=50. Built in: configure, kbuild,
     /// perl-startup, hackbench, periodic, schbench, nas, nas-lu, mkl-dnn,
-    /// h2, unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct, or a
-    /// workload .toml file (see workloads/).
+    /// h2, unixbench; also rtapp:file=F.json (rt-app), replay:trace=F.wct,
+    /// hunt:seed=S,run=I (run I of `warmcore hunt --seed S`), or a workload
+    /// .toml file (see workloads/).
     #[arg(long)]
     pub workload: String,
     /// Placement policy, with parameters: name[:key=value,...]. Built in:

@@ -252,6 +252,28 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
 }
 
 /// The share of runs that last seconds (`long_tasks`).
+/// The workload `hunt:seed=S,run=I`: run `I` of a hunt seeded `S`, made for
+/// `machine`, the machine that run picked (`Case::machine`). The pick takes
+/// one draw whatever the list of machines, so the run depends on the seed,
+/// the run and the machine's CPU count only: a Ray worker rebuilds it from
+/// those (`warmcore hunt --ray`).
+pub fn named(params: &[(String, String)], machine: &Machine) -> Result<Workload, SimError> {
+    let usage = "workload hunt takes two parameters: hunt:seed=S,run=I (whole numbers)";
+    let (mut seed, mut run) = (None, None);
+    for (k, v) in params {
+        let v: u64 = v.parse().map_err(|_| SimError::Input(format!("{usage}, not {k}={v}")))?;
+        match k.as_str() {
+            "seed" => seed = Some(v),
+            "run" => run = Some(v),
+            _ => return Err(SimError::Input(format!("{usage}, not {k}"))),
+        }
+    }
+    match (seed, run) {
+        (Some(s), Some(i)) => Ok(generate(s, i, &[(machine.spec.name.clone(), machine.nr_cpus)]).workload),
+        _ => Err(SimError::Input(usage.into())),
+    }
+}
+
 pub const LONG_RUNS: f64 = 0.15;
 
 /// Tasks that keep a run going for 2 to 8 simulated seconds: loops of

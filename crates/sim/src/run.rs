@@ -210,6 +210,8 @@ pub fn load_workload(spec: &str, machine: &Machine) -> Result<crate::program::Wo
             [(k, f)] if k == "file" => crate::rtapp::load(f)?,
             _ => return Err(SimError::Input("workload rtapp takes one parameter: rtapp:file=F.json".into())),
         }
+    } else if wname == "hunt" {
+        crate::hunt::named(&wparams, machine)?
     } else {
         crate::workloads::build(wname, &wparams, machine)?
     })

@@ -110,7 +110,7 @@ pub fn build(name: &str, params: &[(String, String)], m: &Machine) -> Result<Wor
         "unixbench" => unixbench(&mut w, &mut p)?,
         _ => {
             return Err(SimError::Input(format!(
-                "unknown workload '{name}'; valid: {} (or rtapp:file=F.json, replay:trace=F.wct, or a path to a workload .toml file)",
+                "unknown workload '{name}'; valid: {} (or rtapp:file=F.json, replay:trace=F.wct, hunt:seed=S,run=I, or a path to a workload .toml file)",
                 WORKLOADS.join(", ")
             )))
         }

@@ -25,6 +25,8 @@ mod eevdf;
 mod haiku_old;
 #[path = "hotplug.rs"]
 mod hotplug;
+#[path = "hunt_named.rs"]
+mod hunt_named;
 #[path = "kernel_time.rs"]
 mod kernel_time;
 #[path = "layers.rs"]
