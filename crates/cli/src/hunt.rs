@@ -13,7 +13,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use warmcore_args::UsageError;
 use warmcore_sim::hunt::{self, Case, Failure};
-use warmcore_sim::{Machine, RunConfig};
+use warmcore_sim::{Limits, Machine, RunConfig};
+use warmcore_sweep::{Engine, Job};
 
 #[derive(Args)]
 pub struct HuntArgs {
@@ -40,9 +41,21 @@ pub struct HuntArgs {
     /// The first run's number (to resume an interrupted hunt).
     #[arg(long, default_value_t = 0)]
     pub start: u64,
-    /// Runs at a time, on threads of this process (0: one per CPU).
+    /// Runs at a time, on threads of this process (0: one per CPU); with
+    /// --ray auto, the local Ray instance's CPUs.
     #[arg(long, default_value_t = 0, value_parser = warmcore_args::count::<usize>(0, 4096))]
     pub jobs: usize,
+    /// Run on Ray, as `warmcore sweep --ray` does: `auto` starts a local
+    /// instance, HOST:PORT joins a running cluster (the address `ray start
+    /// --head` prints). Each worker rebuilds its run from the seed and the
+    /// run's number (the workload hunt:seed=S,run=I); the result is the same
+    /// as on threads, and a failure is shrunk on this machine.
+    #[arg(long, value_name = "auto|ADDRESS")]
+    pub ray: Option<String>,
+    /// A wheel of the warmcore Python package to ship to the Ray cluster's
+    /// workers (`maturin build --release` in python/).
+    #[arg(long, requires = "ray")]
+    pub ray_wheel: Option<PathBuf>,
     /// The most runs spent shrinking a failure.
     #[arg(long, default_value_t = 400, value_parser = warmcore_args::count::<u32>(1, 1_000_000))]
     pub shrink_runs: u32,
@@ -84,6 +97,12 @@ pub fn run(a: HuntArgs) -> Result<()> {
     };
     let sim_budget = a.sim_time.map(|d| d.as_nanos() as u64);
     let jobs = warmcore_sweep::engine::workers(a.jobs);
+    // Checked before the hunt starts: a wrong address is one line.
+    let engine = crate::sweep::engine(a.ray.as_deref(), a.jobs, a.ray_wheel.clone())?;
+    if let Engine::Ray { address: Some(addr), python, .. } = &engine {
+        warmcore_sweep::engine::check_ray_address(addr).map_err(anyhow::Error::msg)?;
+        warmcore_sweep::engine::check_ray_python(python).map_err(anyhow::Error::msg)?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -108,8 +127,13 @@ pub fn run(a: HuntArgs) -> Result<()> {
     let skipped: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let t0 = Instant::now();
     let policy = a.policy.as_str();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
+    // Ray's workers do not count runnable task-time (it is the hunt's own
+    // sink, not in the report they send back).
+    let on_ray = matches!(engine, Engine::Ray { .. });
+    let tally = Tally { sim_ns: &sim_ns, check_wall_ns: &check_wall_ns, done: &done, found: &found, skipped: &skipped };
+    std::thread::scope(|scope| -> Result<()> {
+        let local = if on_ray { 0 } else { jobs };
+        for _ in 0..local {
             scope.spawn(|| loop {
                 if stop.load(Ordering::SeqCst) || sim_budget.is_some_and(|b| sim_ns.load(Ordering::SeqCst) >= b) {
                     return;
@@ -139,6 +163,12 @@ pub fn run(a: HuntArgs) -> Result<()> {
                 done.lock().unwrap().insert(i);
             });
         }
+        if on_ray {
+            let r = hunt_on_ray(&engine, &a, &names, &machines, &shapes, end, sim_budget, &stop, &tally);
+            // The progress below ends with the hunt's runs.
+            next.store(end, Ordering::SeqCst);
+            r?;
+        }
         // Progress, every few seconds of a long hunt.
         scope.spawn(|| {
             let mut last = Instant::now();
@@ -158,7 +188,8 @@ pub fn run(a: HuntArgs) -> Result<()> {
                 }
             }
         });
-    });
+        Ok(())
+    })?;
     let done = done.into_inner().unwrap();
     let sim_s = sim_ns.load(Ordering::SeqCst) as f64 * 1e-9;
     let runnable_s = runnable_ns.load(Ordering::SeqCst) as f64 * 1e-9;
@@ -176,7 +207,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
         "start": a.start,
         "runs": done.len(),
         "simulated_s": sim_s,
-        "runnable_task_s": runnable_s,
+        "runnable_task_s": if on_ray { serde_json::Value::Null } else { runnable_s.into() },
         "wall_s": t0.elapsed().as_secs_f64(),
         "simulator_wall_s": check_wall_ns.load(Ordering::SeqCst) as f64 * 1e-9,
         "refused": skipped.lock().unwrap().len(),
@@ -193,12 +224,12 @@ pub fn run(a: HuntArgs) -> Result<()> {
     };
     let path = a.out.join("summary.json");
     warmcore_trace::output::write(&path, &[], serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    let runnable = if on_ray { String::new() } else { format!(", {runnable_s:.1} runnable task-s") };
     println!(
-        "hunt: {} runs of {} ({:.1} simulated s, {:.1} runnable task-s, {:.1} s), {}",
+        "hunt: {} runs of {} ({:.1} simulated s{runnable}, {:.1} s), {}",
         done.len(),
         a.policy,
         sim_s,
-        runnable_s,
         t0.elapsed().as_secs_f64(),
         if result.is_some() { "1 failure" } else { "no failure" }
     );
@@ -212,6 +243,125 @@ pub fn run(a: HuntArgs) -> Result<()> {
         bail!("{line}; reproducer in {}", dir.display());
     }
     Ok(())
+}
+
+/// What the runs found, as they finish.
+struct Tally<'a> {
+    sim_ns: &'a AtomicU64,
+    check_wall_ns: &'a AtomicU64,
+    done: &'a Mutex<BTreeSet<u64>>,
+    found: &'a Mutex<Vec<(Case, Failure)>>,
+    skipped: &'a Mutex<Vec<String>>,
+}
+
+/// Runs at a time sent to Ray under a budget of simulated time, which is
+/// checked between them.
+const RAY_BATCH: u64 = 256;
+
+/// The runs `a.start..end` on Ray's workers, each rebuilt there from the
+/// workload `hunt:seed=S,run=I` on the machine it picked, until the budget
+/// is spent, a failure is found with every run before it done, or `stop`.
+/// A report with `partial` is a failure of the kind it names; a run the
+/// worker could not finish (a deadlock, or a workload the simulator
+/// refuses) is checked again here, which tells one from the other.
+#[allow(clippy::too_many_arguments)]
+fn hunt_on_ray(
+    engine: &Engine,
+    a: &HuntArgs,
+    names: &[String],
+    machines: &[Machine],
+    shapes: &[(String, u32)],
+    end: u64,
+    sim_budget: Option<u64>,
+    stop: &AtomicBool,
+    t: &Tally,
+) -> Result<()> {
+    let machine_of = |case: &Case| &machines[names.iter().position(|n| *n == case.machine).unwrap_or(0)];
+    let policy = for_workers(&a.policy);
+    let mut from = a.start;
+    while from < end && !stop.load(Ordering::SeqCst) && !sim_budget.is_some_and(|b| t.sim_ns.load(Ordering::SeqCst) >= b) {
+        let upto = if sim_budget.is_some() { end.min(from.saturating_add(RAY_BATCH)) } else { end };
+        let cases: Vec<Case> = (from..upto).map(|i| hunt::generate(a.seed, i, shapes)).collect();
+        let jobs: Vec<Job> = cases
+            .iter()
+            .map(|c| Job {
+                machine: for_workers(&c.machine),
+                workload: format!("hunt:seed={},run={}", a.seed, c.index),
+                policy: policy.clone(),
+                governor: "powersave".into(),
+                seed: c.seed,
+                limits: Limits { max_sim_ns: hunt::RUN_LIMIT_NS, ..Limits::default() },
+                trace: None,
+            })
+            .collect();
+        // The engine stops at an interrupt, or once the first failure is
+        // known to be the first.
+        let halt = AtomicBool::new(false);
+        let over = AtomicBool::new(false);
+        let ran = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !over.load(Ordering::SeqCst) {
+                    if stop.load(Ordering::SeqCst) {
+                        halt.store(true, Ordering::SeqCst);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+            let r = engine.run(&jobs, &halt, &mut |k, o| {
+                let case = &cases[k];
+                t.check_wall_ns.fetch_add((o.wall_s * 1e9) as u64, Ordering::SeqCst);
+                match o.report {
+                    Ok(r) => {
+                        t.sim_ns.fetch_add(r["makespan_ns"].as_u64().unwrap_or(0), Ordering::SeqCst);
+                        if let Some(what) = r["partial"].as_str() {
+                            let kind = hunt::kind_of(what, r["ejected"].as_bool().unwrap_or(false));
+                            // Named as given, not by the path sent.
+                            let what = what.strip_prefix(policy.as_str()).map_or(what.to_string(), |w| format!("{}{w}", a.policy));
+                            t.found.lock().unwrap().push((case.clone(), Failure { kind, what }));
+                        }
+                    }
+                    Err(_) => match hunt::check_timed(machine_of(case), &a.policy, &case.workload, case.seed) {
+                        Ok(c) => {
+                            t.sim_ns.fetch_add(c.sim_ns, Ordering::SeqCst);
+                            if let Some(f) = c.failure {
+                                t.found.lock().unwrap().push((case.clone(), f));
+                            }
+                        }
+                        Err(e) => t.skipped.lock().unwrap().push(format!("run {}: {e}", case.index)),
+                    },
+                }
+                let mut done = t.done.lock().unwrap();
+                done.insert(case.index);
+                let first = t.found.lock().unwrap().iter().map(|(c, _)| c.index).min();
+                if first.is_some_and(|f| (a.start..f).all(|i| done.contains(&i))) {
+                    halt.store(true, Ordering::SeqCst);
+                }
+                Ok(())
+            });
+            over.store(true, Ordering::SeqCst);
+            r
+        });
+        ran.map_err(anyhow::Error::msg)?;
+        if !t.found.lock().unwrap().is_empty() {
+            break;
+        }
+        from = upto;
+    }
+    Ok(())
+}
+
+/// A machine file or `bpf:DIR` policy as the workers reach it: by its
+/// absolute path, since they do not run in this directory.
+fn for_workers(spec: &str) -> String {
+    let absolute = |p: &str| std::fs::canonicalize(p).map_or(p.to_string(), |p| p.to_string_lossy().into_owned());
+    match spec.strip_prefix("bpf:") {
+        Some(rest) => {
+            let (dir, params) = rest.split_once(':').map_or((rest, None), |(d, p)| (d, Some(p)));
+            format!("bpf:{}{}", absolute(dir), params.map_or(String::new(), |p| format!(":{p}")))
+        }
+        None if Path::new(spec).is_file() => absolute(spec),
+        None => spec.to_string(),
+    }
 }
 
 /// Shrink a failure and write it out: run-N/original.toml (the generated
