@@ -2,7 +2,8 @@
 """`warmcore hunt --ray` (docs/hunt.md, On Ray): a hunt on a real local Ray
 cluster reports what one on local threads does for the same seed and runs,
 with no failure and with the planted bug of the hunt's tests, whose
-reproducer is the same; a Ray address nobody answers at is one line. Ray runs
+reproducer is the same; a budget of simulated time stops Ray once spent; a
+Ray address nobody answers at is one line. Ray runs
 in namespaces of its own with only loopback up, as in test_sweep.py."""
 
 import json
@@ -36,13 +37,14 @@ def test_a_hunt_on_ray_reports_what_local_threads_do(tmp_path):
     assert r.returncode == 0, r.stderr
     r = hunt(*FAILING, "--jobs", "2", "--out", local_fail)
     assert r.returncode == 1, r.stderr
-    ray, ray_fail = tmp_path / "ray", tmp_path / "ray-fail"
+    ray, ray_fail, ray_time = tmp_path / "ray", tmp_path / "ray-fail", tmp_path / "ray-time"
     clean = " ".join(f"'{a}'" for a in CLEAN)
     failing = " ".join(f"'{a}'" for a in FAILING)
     r = in_namespace(f"""
 cd {ROOT}
 "$WC" hunt {clean} --ray auto --jobs 2 --out {ray}
 "$WC" hunt {failing} --ray auto --jobs 2 --out {ray_fail} || echo "hunt exit $?"
+"$WC" hunt --policy scx:default --machine default --sim-time 5s --ray auto --jobs 2 --out {ray_time}
 """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "hunt: 12 runs of scx:default" in r.stdout and "no failure" in r.stdout, r.stdout
@@ -57,6 +59,10 @@ cd {ROOT}
     run = f"run-{t['run']}"
     for f in ["original.toml", "repro.toml"]:
         assert (ray_fail / run / f).read_text() == (local_fail / run / f).read_text(), f
+    # A budget of simulated time: Ray is stopped once it is spent, far
+    # short of the 256 runs sent (each of these simulates a second or so).
+    s = summary(ray_time)
+    assert s["simulated_s"] >= 5 and 0 < s["runs"] < 100 and s["failure"] is None, s
 
 
 def test_a_ray_address_nobody_answers_at_is_one_line(tmp_path):

@@ -254,8 +254,8 @@ struct Tally<'a> {
     skipped: &'a Mutex<Vec<String>>,
 }
 
-/// Runs at a time sent to Ray under a budget of simulated time, which is
-/// checked between them.
+/// Runs at a time sent to Ray under a budget of simulated time (the
+/// driver queues them all; Ray is stopped once the budget is spent).
 const RAY_BATCH: u64 = 256;
 
 /// The runs `a.start..end` on Ray's workers, each rebuilt there from the
@@ -294,8 +294,8 @@ fn hunt_on_ray(
                 trace: None,
             })
             .collect();
-        // The engine stops at an interrupt, or once the first failure is
-        // known to be the first.
+        // The engine stops at an interrupt, once the budget is spent, or
+        // once the first failure is known to be the first.
         let halt = AtomicBool::new(false);
         let over = AtomicBool::new(false);
         let ran = std::thread::scope(|scope| {
@@ -333,7 +333,8 @@ fn hunt_on_ray(
                 let mut done = t.done.lock().unwrap();
                 done.insert(case.index);
                 let first = t.found.lock().unwrap().iter().map(|(c, _)| c.index).min();
-                if first.is_some_and(|f| (a.start..f).all(|i| done.contains(&i))) {
+                let spent = sim_budget.is_some_and(|b| t.sim_ns.load(Ordering::SeqCst) >= b);
+                if spent || first.is_some_and(|f| (a.start..f).all(|i| done.contains(&i))) {
                     halt.store(true, Ordering::SeqCst);
                 }
                 Ok(())
