@@ -254,9 +254,9 @@ struct Tally<'a> {
     skipped: &'a Mutex<Vec<String>>,
 }
 
-/// Runs at a time sent to Ray under a budget of simulated time (the
-/// driver queues them all; Ray is stopped once the budget is spent).
-const RAY_BATCH: u64 = 256;
+/// Runs at a time sent to Ray: their workloads are built here first, to
+/// know each run's machine, and a local instance is started for each batch.
+const RAY_BATCH: u64 = 10_000;
 
 /// The runs `a.start..end` on Ray's workers, each rebuilt there from the
 /// workload `hunt:seed=S,run=I` on the machine it picked, until the budget
@@ -280,7 +280,7 @@ fn hunt_on_ray(
     let policy = for_workers(&a.policy);
     let mut from = a.start;
     while from < end && !stop.load(Ordering::SeqCst) && !sim_budget.is_some_and(|b| t.sim_ns.load(Ordering::SeqCst) >= b) {
-        let upto = if sim_budget.is_some() { end.min(from.saturating_add(RAY_BATCH)) } else { end };
+        let upto = end.min(from.saturating_add(RAY_BATCH));
         let cases: Vec<Case> = (from..upto).map(|i| hunt::generate(a.seed, i, shapes)).collect();
         let jobs: Vec<Job> = cases
             .iter()
