@@ -70,3 +70,4 @@ def test_a_ray_address_nobody_answers_at_is_one_line(tmp_path):
     r = hunt(*CLEAN, "--ray", "127.0.0.1:1", "--out", tmp_path / "o")
     assert r.returncode == 1 and time.time() - t0 < 30
     assert r.stderr.count("\n") == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists(), "a refused hunt made its --out"

@@ -88,7 +88,6 @@ pub fn run(a: HuntArgs) -> Result<()> {
     if a.out.exists() && !a.out.is_dir() {
         bail!(UsageError::new(format!("--out {}: not a directory", a.out.display())));
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let shapes: Vec<(String, u32)> = names.iter().cloned().zip(machines.iter().map(|m| m.nr_cpus)).collect();
     let end = match (a.runs, a.sim_time) {
         (Some(n), _) => a.start.saturating_add(n),
@@ -103,6 +102,9 @@ pub fn run(a: HuntArgs) -> Result<()> {
         warmcore_sweep::engine::check_ray_address(addr).map_err(anyhow::Error::msg)?;
         warmcore_sweep::engine::check_ray_python(python).map_err(anyhow::Error::msg)?;
     }
+    // Made only once every argument is known good: a refused hunt leaves
+    // nothing behind.
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
 
     let stop = Arc::new(AtomicBool::new(false));
     {

@@ -55,18 +55,28 @@ pub fn fork_run(f: impl FnOnce() -> i32) -> Result<i32> {
 /// Wait for the child `pid`; its exit status, or 128 + the signal that
 /// ended it.
 pub fn wait_pid(pid: i32) -> Result<i32> {
+    wait_pid_cpu(pid).map(|(code, _)| code)
+}
+
+/// Waits for a child: its exit code (128 + the signal if one ended it)
+/// and the CPU time it used, user and system, in seconds.
+pub fn wait_pid_cpu(pid: i32) -> Result<(i32, f64)> {
     let mut st = 0;
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: `st` is a valid int for waitpid to fill.
-        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
+        // SAFETY: `st` and `ru` are valid for wait4 to fill.
+        let r = unsafe { libc::wait4(pid, &mut st, 0, &mut ru) };
         if r == pid {
             break;
         }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            bail!("waitpid: {}", std::io::Error::last_os_error());
+            bail!("wait4: {}", std::io::Error::last_os_error());
         }
     }
-    Ok(if libc::WIFEXITED(st) { libc::WEXITSTATUS(st) } else { 128 + libc::WTERMSIG(st) })
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let code = if libc::WIFEXITED(st) { libc::WEXITSTATUS(st) } else { 128 + libc::WTERMSIG(st) };
+    Ok((code, secs(ru.ru_utime) + secs(ru.ru_stime)))
 }
 
 /// A pipe: (read end, write end).

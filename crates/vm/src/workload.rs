@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use anyhow::{bail, Result};
 
-use crate::proc::{close, exec, fork_run, getcpu, mono_ns, pipe, rd, shared, spin_us, wait_pid, wr};
+use crate::proc::{close, exec, fork_run, getcpu, mono_ns, pipe, rd, shared, spin_us, wait_pid, wait_pid_cpu, wr};
 
 /// A workload and its size.
 #[derive(Clone, Debug)]
@@ -26,7 +26,7 @@ pub enum Workload {
     Forkcpu { n: u32, busy_us: u64 },
     /// A fork/wait chain: each process works a little, forks the next, waits.
     Chain { n: u32, work_us: u64 },
-    /// N CPU hogs for SECS: CPU time over wall time.
+    /// N CPU hogs for SECS: CPU time over wall time, and each hog's CPU time.
     Hogs { n: u32, secs: Duration },
 }
 
@@ -280,17 +280,12 @@ pub fn run(w: &Workload) -> Result<serde_json::Value> {
                     0
                 })?);
             }
-            for p in pids {
-                wait_pid(p)?;
-            }
+            // Each hog's own CPU time too: two hogs sharing a CPU get half
+            // of what the others get, however fast the host runs the guest.
+            let per_task = pids.into_iter().map(|p| wait_pid_cpu(p).map(|(_, cpu)| cpu)).collect::<Result<Vec<_>>>()?;
             let wall = (mono_ns() - t0) as f64 / 1e9;
-            // SAFETY: rusage is plain integers, for which all zeroes is valid.
-            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-            // SAFETY: `ru` is a valid rusage for getrusage to fill.
-            unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-            let cpu = ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 / 1e6
-                + ru.ru_stime.tv_sec as f64 + ru.ru_stime.tv_usec as f64 / 1e6;
-            serde_json::json!({"workload": "hogs", "n": n, "wall_s": wall, "cpu_s": cpu})
+            let cpu: f64 = per_task.iter().sum();
+            serde_json::json!({"workload": "hogs", "n": n, "wall_s": wall, "cpu_s": cpu, "per_task_cpu_s": per_task})
         }
     };
     Ok(j)

@@ -127,13 +127,21 @@ def test_nest_the_primary_nest_grows_to_4_cpus(main_vm):
 
 
 def test_nest_no_cpu_idle_while_a_hog_waits(main_vm):
-    # Under single-threaded TCG every vCPU shares one host thread: when the
-    # host is busy, guest wall time passes with no vCPU running, so the
-    # share is compared with the default policy's in the same boot rather
-    # than with 4 (one CPU left idle would give 0.75 of it).
+    # Four hogs on four CPUs. A CPU left idle while a hog waits puts two
+    # hogs on one CPU, each with about half the CPU time of the others:
+    # each hog's share of the largest is what the emulator's speed does not
+    # change. The share of the run's wall time does change with it (under
+    # single-threaded TCG, guest wall time passes with no vCPU running when
+    # the host is busy, and the default policy's run comes minutes apart),
+    # so it is only held loosely to the default policy's in the same boot:
+    # it catches hogs packed fairly onto fewer CPUs.
     h, hd = main_vm.js("HOGS", "nest"), main_vm.js("HOGS", "default")
     share = lambda x: x["cpu_s"] / x["wall_s"] if x and x.get("wall_s") else 0.0
-    assert h is not None and hd is not None and share(h) >= 0.9 * share(hd), \
+    per = (h or {}).get("per_task_cpu_s") or [0.0]
+    report(f"nest: hogs' CPU s {[round(c, 2) for c in per]}, CPU time / wall {round(share(h), 2)} "
+           f"(default policy {round(share(hd), 2)})")
+    assert len(per) == 4 and min(per) >= 0.75 * max(per), f"hogs' CPU s {per}"
+    assert h is not None and hd is not None and share(h) >= 0.75 * share(hd), \
         f"CPU time / wall = {round(share(h), 2)} of 4; default policy {round(share(hd), 2)}"
 
 
