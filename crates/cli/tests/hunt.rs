@@ -71,20 +71,36 @@ fn a_hunt_finds_an_insert_the_kernel_refuses() {
     assert!(!o.status.success() && all.contains("SCX_DSQ_LOCAL[_ON] target CPU 0 not allowed for"), "{all}");
 }
 
+/// The short hunt: a fixed seed and number of runs on each of
+/// warmcore's own policies (Nest in each way of keeping cores warm) finds
+/// nothing.
 #[test]
-fn a_short_hunt_finds_nothing_in_scx_default() {
+fn a_short_hunt_finds_nothing_in_any_of_warmcore_s_policies() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let o = warmcore(d, &["hunt", "--policy", "scx:default", "--runs", "40", "--seed", "3", "--jobs", "2", "--out", "h"]);
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{e}");
-    let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.starts_with("hunt: 40 runs of scx:default") && s.contains("no failure"), "{s}");
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("h/summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["runs"], 40);
-    assert!(summary["failure"].is_null());
-    // Every run has a task that computes: each adds runnable task-time.
-    assert!(summary["simulated_s"].as_f64().unwrap() > 0.0 && summary["runnable_task_s"].as_f64().unwrap() > 0.0, "{summary}");
+    for policy in [
+        "scx:default",
+        "scx:slocal",
+        "scx:smove",
+        "scx:nest:warm=pmqos",
+        "scx:nest:warm=threads",
+        "scx:nest:warm=off",
+        "scx:haiku-low-latency",
+        "scx:haiku-power-saving",
+        "scx:warm",
+    ] {
+        let out = policy.replace([':', '='], "-");
+        let o = warmcore(d, &["hunt", "--policy", policy, "--runs", "100", "--seed", "3", "--jobs", "2", "--out", &out]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{policy}: {e}");
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert!(s.starts_with(&format!("hunt: 100 runs of {policy}")) && s.contains("no failure"), "{s}");
+        let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join(&out).join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["runs"], 100, "{policy}");
+        assert!(summary["failure"].is_null(), "{policy}: {summary}");
+        // Every run has a task that computes: each adds runnable task-time.
+        assert!(summary["simulated_s"].as_f64().unwrap() > 0.0 && summary["runnable_task_s"].as_f64().unwrap() > 0.0, "{summary}");
+    }
 }
 
 /// `bpf:DIR` with a relative DIR builds from the directory it names (the
