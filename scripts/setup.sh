@@ -16,8 +16,9 @@ APT_PACKAGES+=(chromium chromium-driver)
 # make dist and its tests: the Debian package checked by lintian, its unit by
 # systemd-analyze, its man pages read with man.
 APT_PACKAGES+=(lintian systemd man-db groff-base)
-# The compiler cache (scripts/with-sccache.sh): a fresh clone compiles only
-# the workspace's own crates. Optional: without root, make builds without it.
+# The compiler cache (scripts/with-sccache.sh): a fresh clone at the path of
+# an earlier one takes most compiles from it (at another path, almost none).
+# Optional: without root, make builds without it.
 [ "$(id -u)" != 0 ] || APT_PACKAGES+=(sccache)
 
 missing=()

@@ -251,7 +251,6 @@ pub fn generate(seed: u64, index: u64, machines: &[(String, u32)]) -> Case {
     Case { index, machine, seed: cs, workload: w }
 }
 
-/// The share of runs that last seconds (`long_tasks`).
 /// The workload `hunt:seed=S,run=I`: run `I` of a hunt seeded `S`, made for
 /// `machine`, the machine that run picked (`Case::machine`). The pick takes
 /// one draw whatever the list of machines, so the run depends on the seed,
@@ -274,6 +273,7 @@ pub fn named(params: &[(String, String)], machine: &Machine) -> Result<Workload,
     }
 }
 
+/// The share of runs that last seconds (`long_tasks`).
 pub const LONG_RUNS: f64 = 0.15;
 
 /// Tasks that keep a run going for 2 to 8 simulated seconds: loops of

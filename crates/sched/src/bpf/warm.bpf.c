@@ -42,7 +42,7 @@ const volatile bool warm_local = true;		/* step 2, the parent's core */
 const volatile bool warm_fork = true;		/* step 2, else the elder sibling's */
 const volatile bool warm_compact = true;	/* step 3 */
 const volatile bool warm_die = true;		/* step 3, the die before the others */
-const volatile bool warm_fork_balance = true;	/* step 4, a fork to the least loaded CPU */
+const volatile bool warm_fork_balance = true;	/* steps 2 and 5, a fork to the least loaded CPU */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
 /* The loader holds the warm set in polling while it has at most this many
