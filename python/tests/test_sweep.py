@@ -38,6 +38,11 @@ delay_us = {{ from = 10, to = {to}, step = 10 }}
 """
 
 
+# A refused Ray address ends the command well within this, even on a loaded
+# machine; only a hang reaches it.
+REFUSED_WITHIN_S = 300
+
+
 def spec(tmp_path, loops=20, to=30):
     p = tmp_path / "spec.toml"
     p.write_text(SPEC.format(loops=loops, to=to))
@@ -136,10 +141,9 @@ def test_bad_input_is_one_line_before_any_run(tmp_path):
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and f"{bad}:13:" in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
-    # An address nobody answers at: one line, at once.
-    t0 = time.time()
-    r = sweep(s, "--out", tmp_path / "o2", "--ray", "127.0.0.1:1", check=False)
-    assert r.returncode == 1 and time.time() - t0 < 30
+    # An address nobody answers at: one line (a hang fails at the timeout).
+    r = sweep(s, "--out", tmp_path / "o2", "--ray", "127.0.0.1:1", check=False, timeout=REFUSED_WITHIN_S)
+    assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in r.stderr, r.stderr
     r = sweep(s, "--out", tmp_path / "o3", "--jobs", "-1", check=False)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
