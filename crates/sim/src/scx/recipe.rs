@@ -367,6 +367,7 @@ impl Env<'_> {
         }
         let m = self.machine;
         let list = |v: &[u32]| Value::List(v.iter().map(|&x| x as i128).collect());
+        let cap = |c: u32| m.capacity[c as usize];
         Ok(match name {
             "nr_cpus" => Value::Int(m.online.len() as i128),
             "nr_cpu_ids" => Value::Int(m.nr_cpus as i128),
@@ -380,35 +381,31 @@ impl Env<'_> {
             // (the loaders' stable sort of scx_utils' CPU map).
             "by_capacity" => {
                 let mut c = m.online.clone();
-                c.sort_by_key(|&x| std::cmp::Reverse(m.capacity[x as usize]));
+                c.sort_by_key(|&x| std::cmp::Reverse(cap(x)));
                 list(&c)
             }
             // scx_utils get_primary_cpus: big cores have the top capacity
             // (all of them on a machine without asymmetry), little ones the
             // others; turbo ones are big cores above the average capacity.
             "big_cpus" | "little_cpus" | "turbo_cpus" => {
-                let cap = |c: &u32| m.capacity[*c as usize];
-                let max = m.online.iter().map(cap).max().unwrap_or(0);
-                let avg = m.online.iter().map(|c| cap(c) as u64).sum::<u64>() / (m.online.len().max(1) as u64);
-                let asym = m.online.iter().any(|c| cap(c) != max);
+                let max = m.online.iter().map(|&c| cap(c)).max().unwrap_or(0);
+                let avg = m.online.iter().map(|&c| cap(c) as u64).sum::<u64>() / (m.online.len().max(1) as u64);
+                let asym = m.online.iter().any(|&c| cap(c) != max);
                 let pick: Vec<u32> = m
                     .online
                     .iter()
                     .copied()
-                    .filter(|&c| {
-                        let cap = m.capacity[c as usize];
-                        match name {
-                            "big_cpus" => !asym || cap as u64 >= avg,
-                            "little_cpus" => asym && (cap as u64) < avg,
-                            _ => asym && cap == max,
-                        }
+                    .filter(|&c| match name {
+                        "big_cpus" => !asym || cap(c) as u64 >= avg,
+                        "little_cpus" => asym && (cap(c) as u64) < avg,
+                        _ => asym && cap(c) == max,
                     })
                     .collect();
                 list(&pick)
             }
             "same_capacity" => {
-                let max = m.online.iter().map(|&c| m.capacity[c as usize]).max();
-                Value::Bool(m.online.iter().all(|&c| Some(m.capacity[c as usize]) == max))
+                let max = m.online.iter().map(|&c| cap(c)).max();
+                Value::Bool(m.online.iter().all(|&c| Some(cap(c)) == max))
             }
             // The modelled machines have no platform profile and no EPP.
             "power_profile" => Value::Str("unknown".into()),
