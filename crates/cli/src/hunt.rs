@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use warmcore_args::UsageError;
 use warmcore_sim::hunt::{self, Case, Failure};
-use warmcore_sim::{Limits, Machine, RunConfig};
+use warmcore_sim::{Limits, Machine, RunConfig, SimError};
 use warmcore_sweep::{Engine, Job};
 
 #[derive(Args)]
@@ -132,7 +132,15 @@ pub fn run(a: HuntArgs) -> Result<()> {
     // Ray's workers do not count runnable task-time (it is the hunt's own
     // sink, not in the report they send back).
     let on_ray = matches!(engine, Engine::Ray { .. });
-    let tally = Tally { sim_ns: &sim_ns, check_wall_ns: &check_wall_ns, done: &done, found: &found, skipped: &skipped };
+    let tally = Tally {
+        sim_ns: &sim_ns,
+        runnable_ns: &runnable_ns,
+        check_wall_ns: &check_wall_ns,
+        first_fail: &first_fail,
+        done: &done,
+        found: &found,
+        skipped: &skipped,
+    };
     std::thread::scope(|scope| -> Result<()> {
         let local = if on_ray { 0 } else { jobs };
         for _ in 0..local {
@@ -149,19 +157,7 @@ pub fn run(a: HuntArgs) -> Result<()> {
                 let t = Instant::now();
                 let checked = hunt::check_timed(m, policy, &case.workload, case.seed);
                 check_wall_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::SeqCst);
-                match checked {
-                    Ok(c) => {
-                        sim_ns.fetch_add(c.sim_ns, Ordering::SeqCst);
-                        runnable_ns.fetch_add(c.runnable_ns, Ordering::SeqCst);
-                        if let Some(f) = c.failure {
-                            first_fail.fetch_min(i, Ordering::SeqCst);
-                            found.lock().unwrap().push((case, f));
-                        }
-                    }
-                    // A workload past the simulator's limits is the
-                    // generator's fault, never the scheduler's.
-                    Err(e) => skipped.lock().unwrap().push(format!("run {i}: {e}")),
-                }
+                tally.add(&case, checked);
                 done.lock().unwrap().insert(i);
             });
         }
@@ -250,10 +246,31 @@ pub fn run(a: HuntArgs) -> Result<()> {
 /// What the runs found, as they finish.
 struct Tally<'a> {
     sim_ns: &'a AtomicU64,
+    runnable_ns: &'a AtomicU64,
     check_wall_ns: &'a AtomicU64,
+    first_fail: &'a AtomicU64,
     done: &'a Mutex<BTreeSet<u64>>,
     found: &'a Mutex<Vec<(Case, Failure)>>,
     skipped: &'a Mutex<Vec<String>>,
+}
+
+impl Tally<'_> {
+    /// A run checked on this machine: its times, and its failure if any.
+    fn add(&self, case: &Case, checked: Result<hunt::Checked, SimError>) {
+        match checked {
+            Ok(c) => {
+                self.sim_ns.fetch_add(c.sim_ns, Ordering::SeqCst);
+                self.runnable_ns.fetch_add(c.runnable_ns, Ordering::SeqCst);
+                if let Some(f) = c.failure {
+                    self.first_fail.fetch_min(case.index, Ordering::SeqCst);
+                    self.found.lock().unwrap().push((case.clone(), f));
+                }
+            }
+            // A workload past the simulator's limits is the generator's
+            // fault, never the scheduler's.
+            Err(e) => self.skipped.lock().unwrap().push(format!("run {}: {e}", case.index)),
+        }
+    }
 }
 
 /// Runs at a time sent to Ray: their workloads are built here first, to
@@ -322,15 +339,7 @@ fn hunt_on_ray(
                             t.found.lock().unwrap().push((case.clone(), Failure { kind, what }));
                         }
                     }
-                    Err(_) => match hunt::check_timed(machine_of(case), &a.policy, &case.workload, case.seed) {
-                        Ok(c) => {
-                            t.sim_ns.fetch_add(c.sim_ns, Ordering::SeqCst);
-                            if let Some(f) = c.failure {
-                                t.found.lock().unwrap().push((case.clone(), f));
-                            }
-                        }
-                        Err(e) => t.skipped.lock().unwrap().push(format!("run {}: {e}", case.index)),
-                    },
+                    Err(_) => t.add(case, hunt::check_timed(machine_of(case), &a.policy, &case.workload, case.seed)),
                 }
                 let mut done = t.done.lock().unwrap();
                 done.insert(case.index);
