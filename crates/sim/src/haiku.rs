@@ -315,11 +315,22 @@ impl Haiku {
             .max_by_key(|&c| (self.core_load(c), std::cmp::Reverse(c)))
     }
 
+    /// Whether CPU `c` is idle: no thread of Haiku's runs there and the
+    /// simulator has it idle.
+    fn cpu_idle(&self, sim: &Sim, c: u32) -> bool {
+        self.running[c as usize].is_none() && sim.cpu_is_idle(c)
+    }
+
+    /// Whether `t` may run on CPU `c` and it is idle.
+    fn idle_for(&self, sim: &Sim, t: Tid, c: u32) -> bool {
+        sim.may_run(t, c) && self.cpu_idle(sim, c)
+    }
+
     /// Whether all of a core's CPUs are idle; each core looked at is paid
     /// for by the placement (docs/model.md, The kernel's own time).
     fn core_idle(&self, sim: &Sim, c: usize) -> bool {
         sim.note_scan(1);
-        self.cores[c].cpus.iter().all(|&x| self.running[x as usize].is_none() && sim.cpu_is_idle(x))
+        self.cores[c].cpus.iter().all(|&x| self.cpu_idle(sim, x))
     }
 
     fn idle_cores(&self, sim: &Sim, p: usize) -> Vec<usize> {
@@ -456,7 +467,7 @@ impl Haiku {
         let may = |c: u32| sim.may_run(t, c);
         let idle = |c: u32| {
             sim.note_scan(1);
-            may(c) && self.running[c as usize].is_none() && sim.cpu_is_idle(c)
+            self.idle_for(sim, t, c)
         };
         if cpus.contains(&prev) && idle(prev) {
             return prev;
@@ -480,8 +491,7 @@ impl Haiku {
             return core;
         }
         let allowed: Vec<usize> = (0..self.cores.len()).filter(|&c| may(c)).collect();
-        let free = |x: u32| sim.may_run(t, x) && self.running[x as usize].is_none() && sim.cpu_is_idle(x);
-        let idle: Vec<usize> = allowed.iter().copied().filter(|&c| self.cores[c].cpus.iter().any(|&x| free(x))).collect();
+        let idle: Vec<usize> = allowed.iter().copied().filter(|&c| self.cores[c].cpus.iter().any(|&x| self.idle_for(sim, t, x))).collect();
         self.last_idled(&idle).or_else(|| allowed.iter().copied().min_by_key(|&c| (self.core_load(c), c))).unwrap_or(core)
     }
 
