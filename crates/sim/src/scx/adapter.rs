@@ -123,9 +123,8 @@ impl ScxPolicy {
         let (so, recipe_path, recipe) = super::dir::build(std::path::Path::new(dir)).map_err(|e| SimError::Input(format!("{label}: {e}")))?;
         let plan = super::recipe::plan(&recipe_path, &recipe, &label, params, &peer_machine(machine, |_| true)).map_err(SimError::Input)?;
         let stats = super::recipe::stats(&recipe);
-        let mut p = ScxPolicy::build(machine, label.clone(), plan, so.into(), None, Some(stats))?;
-        p.reload.recipe = Some(Recipe { path: recipe_path, text: recipe, name: label, params: params.to_vec() });
-        Ok(p)
+        let recipe = Recipe { path: recipe_path, text: recipe, name: label.clone(), params: params.to_vec() };
+        ScxPolicy::build(machine, label, plan, so.into(), None, Some(stats), Some(recipe))
     }
 
     /// As `with_program`, and for a peer with another recipe: (its path as
@@ -170,12 +169,12 @@ impl ScxPolicy {
                 (plan, so, Some(settings), None, None)
             }
         };
-        let mut p = ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats)?;
-        p.reload.recipe = recipe;
-        Ok(p)
+        ScxPolicy::build(machine, format!("scx:{name}"), plan, so, settings, peer_stats, recipe)
     }
 
-    /// A program with its loader's plan, as `label` (scx:NAME, bpf:DIR).
+    /// A program with its loader's plan, as `label` (scx:NAME, bpf:DIR);
+    /// `settings` (warmcore's program) or `recipe` (a peer's, bpf:DIR's)
+    /// make the plan again at a restart.
     fn build(
         machine: &Machine,
         label: String,
@@ -183,6 +182,7 @@ impl ScxPolicy {
         so: std::borrow::Cow<'static, [u8]>,
         settings: Option<Settings>,
         peer_stats: Option<Vec<String>>,
+        recipe: Option<Recipe>,
     ) -> Result<ScxPolicy, SimError> {
         let name = label.as_str();
         if machine.nr_cpus > 1024 {
@@ -283,7 +283,7 @@ impl ScxPolicy {
         for w in &plan.rodata {
             super::loader::write(&mut prog, w).map_err(|e| SimError::Input(format!("{name}: {e}")))?;
         }
-        let reload = Reload { machine: machine.clone(), plan: plan.clone(), so, settings: settings.clone(), recipe: None };
+        let reload = Reload { machine: machine.clone(), plan: plan.clone(), so, settings: settings.clone(), recipe };
         let nest = settings.as_ref().is_some_and(|s| s.policy == ScxName::Nest);
         let warm = settings.as_ref().map_or(NestWarm::Off, |s| s.warm(&topo));
         // SAFETY: constants of the program's build.
@@ -1175,8 +1175,7 @@ impl ScxPolicy {
                 }
             }
         }
-        let recipe = r.recipe.clone();
-        let new = ScxPolicy::build(&r.machine, self.name.clone(), plan, r.so.clone(), r.settings.clone(), self.peer_stats.clone());
+        let new = ScxPolicy::build(&r.machine, self.name.clone(), plan, r.so.clone(), r.settings.clone(), self.peer_stats.clone(), r.recipe.clone());
         let mut new = match new {
             Ok(p) => p,
             Err(e) => {
@@ -1186,7 +1185,6 @@ impl ScxPolicy {
         };
         new.restarts = self.restarts + 1;
         new.broken = self.broken.take();
-        new.reload.recipe = recipe;
         *self = new;
         // The new copy sees cpu_online_mask as the machine has it now,
         // from ops.init on (bpfland's and flash's init read it).
