@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """`warmcore sweep` end to end: an interrupted sweep started again, the same
 rows from a real local Ray cluster as from local threads, a Ray worker killed
-mid-run, bad input, and `warmcore plot sweep`.
+mid-run, files named relative to the caller's directory read by workers that
+run in another, bad input, and `warmcore plot sweep`.
 
 Ray binds its servers to the machine's network address, and tests here talk
 to loopback only: every test that starts Ray runs it inside network and PID
@@ -17,7 +18,7 @@ import sys
 import time
 
 import polars as pl
-from conftest import BIN, require
+from conftest import BIN, ROOT, require
 
 SPEC = """
 machines = "default"
@@ -201,9 +202,44 @@ def test_a_sweep_joins_a_running_ray_cluster(tmp_path):
     joined = tmp_path / "joined"
     # `ray stop` sees only this PID namespace's processes.
     r = in_namespace(f"""
+trap '{ray} stop >/dev/null 2>&1' EXIT
 {ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
 "$WC" sweep {s} --out {joined} --ray 127.0.0.1:6390
-{ray} stop >/dev/null 2>&1
 """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert table(joined).equals(table(local))
+
+
+def test_a_sweep_on_ray_reads_the_files_its_spec_names_from_the_callers_directory(tmp_path):
+    # A machine file and a workload file named relative to the directory
+    # the sweep runs in; the cluster, and so its workers, started in another.
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    (here / "m.toml").write_text((ROOT / "machines" / "ryzen5-3400g.toml").read_text())
+    (here / "w.toml").write_text((ROOT / "workloads" / "pipeline.toml").read_text())
+    (here / "spec.toml").write_text('machines = "m.toml"\nseeds = [1, 2]\n'
+                                    '[[workloads]]\nname = "w.toml"\n[[policies]]\nname = "cfs"\n')
+    sweep("spec.toml", "--out", "local", cwd=here)
+    ray = pathlib.Path(sys.executable).parent / "ray"
+    # Stopped however the sweep ends: a cluster left in Ray's files would be
+    # joined by the next ray.init on this machine.
+    r = in_namespace(f"""
+trap '{ray} stop >/dev/null 2>&1' EXIT
+cd {there}
+{ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
+cd {here}
+"$WC" sweep spec.toml --out joined --ray 127.0.0.1:6390
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = table(here / "joined")
+    assert t.height == 2 and t["error"].null_count() == 2, t["error"].to_list()
+    assert t.equals(table(here / "local"))
+    # The whole reports too: each names the run as the spec does.
+    def reports(d):
+        out = sorted((x["key"], x["report"]) for x in journal(d))
+        for _, rep in out:
+            rep.pop("wall_ns")
+        return out
+    assert reports(here / "joined") == reports(here / "local")
+

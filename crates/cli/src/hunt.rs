@@ -296,7 +296,6 @@ fn hunt_on_ray(
     t: &Tally,
 ) -> Result<()> {
     let machine_of = |case: &Case| &machines[names.iter().position(|n| *n == case.machine).unwrap_or(0)];
-    let policy = for_workers(&a.policy);
     let mut from = a.start;
     while from < end && !stop.load(Ordering::SeqCst) && !sim_budget.is_some_and(|b| t.sim_ns.load(Ordering::SeqCst) >= b) {
         let upto = end.min(from.saturating_add(RAY_BATCH));
@@ -304,9 +303,9 @@ fn hunt_on_ray(
         let jobs: Vec<Job> = cases
             .iter()
             .map(|c| Job {
-                machine: for_workers(&c.machine),
+                machine: c.machine.clone(),
                 workload: format!("hunt:seed={},run={}", a.seed, c.index),
-                policy: policy.clone(),
+                policy: a.policy.clone(),
                 governor: "powersave".into(),
                 seed: c.seed,
                 limits: Limits { max_sim_ns: hunt::RUN_LIMIT_NS, ..Limits::default() },
@@ -334,9 +333,7 @@ fn hunt_on_ray(
                         t.sim_ns.fetch_add(r["makespan_ns"].as_u64().unwrap_or(0), Ordering::SeqCst);
                         if let Some(what) = r["partial"].as_str() {
                             let kind = hunt::kind_of(what, r["ejected"].as_bool().unwrap_or(false));
-                            // Named as given, not by the path sent.
-                            let what = what.strip_prefix(policy.as_str()).map_or(what.to_string(), |w| format!("{}{w}", a.policy));
-                            t.found.lock().unwrap().push((case.clone(), Failure { kind, what }));
+                            t.found.lock().unwrap().push((case.clone(), Failure { kind, what: what.to_string() }));
                         }
                     }
                     Err(_) => t.add(case, hunt::check_timed(machine_of(case), &a.policy, &case.workload, case.seed)),
@@ -360,20 +357,6 @@ fn hunt_on_ray(
         from = upto;
     }
     Ok(())
-}
-
-/// A machine file or `bpf:DIR` policy as the workers reach it: by its
-/// absolute path, since they do not run in this directory.
-fn for_workers(spec: &str) -> String {
-    let absolute = |p: &str| std::fs::canonicalize(p).map_or(p.to_string(), |p| p.to_string_lossy().into_owned());
-    match spec.strip_prefix("bpf:") {
-        Some(rest) => {
-            let (dir, params) = rest.split_once(':').map_or((rest, None), |(d, p)| (d, Some(p)));
-            format!("bpf:{}{}", absolute(dir), params.map_or(String::new(), |p| format!(":{p}")))
-        }
-        None if Path::new(spec).is_file() => absolute(spec),
-        None => spec.to_string(),
-    }
 }
 
 /// Shrink a failure and write it out: run-N/original.toml (the generated

@@ -454,8 +454,7 @@ pub fn run_all(specs: &[RunSpec], out: &Path, engine: &Engine, stop: &AtomicBool
             governor: s.cell.governor.clone(),
             seed: s.seed,
             limits: Limits { max_sim_ns: MAX_SIM_NS, max_events: MAX_EVENTS },
-            // Absolute: a Ray worker's directory is not this one.
-            trace: t.as_ref().map(|t| std::path::absolute(out.join(t)).unwrap_or_else(|_| out.join(t))),
+            trace: t.as_ref().map(|t| out.join(t)),
         })
         .collect();
     let mut slots: Vec<Option<Result<RunReport, String>>> = vec![None; n];

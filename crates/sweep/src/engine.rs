@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -36,6 +36,64 @@ impl Job {
         cfg.trace = self.trace.clone();
         cfg
     }
+
+    /// The job as a Ray worker reaches it: every file it names (a machine
+    /// or workload file, a replayed trace or rt-app file, `bpf:DIR`, the
+    /// trace to write) by its absolute path, since a worker does not run in
+    /// the caller's directory.
+    pub fn for_workers(&self) -> Job {
+        let (name, params) = warmcore_sim::parse_spec(&self.workload);
+        let workload = match (name, params.as_slice()) {
+            _ if is_file(&self.workload) => absolute(&self.workload),
+            ("replay", [(k, f)]) if k == "trace" => format!("replay:trace={}", absolute(f)),
+            ("rtapp", [(k, f)]) if k == "file" => format!("rtapp:file={}", absolute(f)),
+            _ => self.workload.clone(),
+        };
+        let policy = match bpf_dir(&self.policy) {
+            Some((dir, params)) => format!("bpf:{}{params}", absolute(dir)),
+            None => self.policy.clone(),
+        };
+        Job {
+            machine: if is_file(&self.machine) { absolute(&self.machine) } else { self.machine.clone() },
+            workload,
+            policy,
+            trace: self.trace.as_deref().map(|t| std::path::absolute(t).unwrap_or_else(|_| t.to_path_buf())),
+            ..self.clone()
+        }
+    }
+
+    /// A worker's report of `sent` (`self.for_workers()`) named as the
+    /// caller named the run, as local threads report it.
+    fn named_as_sent(&self, sent: &Job, mut report: serde_json::Value) -> serde_json::Value {
+        report["workload"] = self.workload.clone().into();
+        report["policy"] = self.policy.clone().into();
+        // An ejection names the scheduler (crate warmcore_sim, scx).
+        if let (Some((dir, _)), Some((sent_dir, _))) = (bpf_dir(&self.policy), bpf_dir(&sent.policy)) {
+            if let Some(rest) = report["partial"].as_str().and_then(|p| p.strip_prefix(&format!("bpf:{sent_dir}"))) {
+                report["partial"] = format!("bpf:{dir}{rest}").into();
+            }
+        }
+        report
+    }
+}
+
+/// Whether the simulator reads `name` (a machine or a workload) as a file:
+/// it has a '/' or ends in .toml (crate warmcore_sim: `Machine::load`,
+/// `load_workload`), and is one.
+fn is_file(name: &str) -> bool {
+    (name.ends_with(".toml") || name.contains('/')) && Path::new(name).is_file()
+}
+
+/// `path` as a process in any directory finds it.
+fn absolute(path: &str) -> String {
+    std::path::absolute(path).map_or(path.to_string(), |p| p.to_string_lossy().into_owned())
+}
+
+/// The directory of a `bpf:DIR[:PARAMS]` policy, and the rest (`:PARAMS`
+/// or nothing).
+fn bpf_dir(policy: &str) -> Option<(&str, &str)> {
+    let rest = policy.strip_prefix("bpf:")?;
+    Some(rest.find(':').map_or((rest, ""), |i| rest.split_at(i)))
 }
 
 /// A finished job: the report of `warmcore sim --json`, or why it failed.
@@ -251,7 +309,8 @@ fn run_ray(
     let mut driver = Driver(child);
     let mut stdin = driver.0.stdin.take().expect("piped stdin");
     let stdout = driver.0.stdout.take().expect("piped stdout");
-    let lines: Vec<String> = jobs
+    let sent: Vec<Job> = jobs.iter().map(Job::for_workers).collect();
+    let lines: Vec<String> = sent
         .iter()
         .enumerate()
         .map(|(i, j)| {
@@ -296,7 +355,7 @@ fn run_ray(
                     serde_json::from_str(&line).map_err(|e| format!("the Ray driver sent an unreadable line ({e}): {line}"))?;
                 let i = v["index"].as_u64().filter(|&i| (i as usize) < jobs.len()).ok_or("the Ray driver sent a result without a valid index")? as usize;
                 let report = match v.get("report") {
-                    Some(r) if !r.is_null() => Ok(r.clone()),
+                    Some(r) if !r.is_null() => Ok(jobs[i].named_as_sent(&sent[i], r.clone())),
                     _ => Err(v["error"].as_str().unwrap_or("no report and no error").to_string()),
                 };
                 left -= 1;

@@ -249,3 +249,30 @@ fn one_directory_takes_one_sweep_at_a_time() {
     let e = Store::open(dir.path()).err().unwrap();
     assert!(e.contains("another sweep is writing"), "{e}");
 }
+
+#[test]
+fn a_job_sent_to_ray_names_every_file_by_its_absolute_path() {
+    // Tests run in the crate's directory.
+    let abs = |p: &str| std::path::absolute(p).unwrap().to_string_lossy().into_owned();
+    let job = |machine: &str, workload: &str, policy: &str| warmcore_sweep::Job {
+        machine: machine.into(),
+        workload: workload.into(),
+        policy: policy.into(),
+        governor: "powersave".into(),
+        seed: 1,
+        limits: warmcore_sim::Limits::default(),
+        trace: Some("out/t.wct".into()),
+    };
+    let sent = job("../../machines/default.toml", "../../workloads/pipeline.toml", "bpf:../cli/tests/fixtures/hunt-broken:slice_us=5").for_workers();
+    assert_eq!(sent.machine, abs("../../machines/default.toml"));
+    assert_eq!(sent.workload, abs("../../workloads/pipeline.toml"));
+    assert_eq!(sent.policy, format!("bpf:{}:slice_us=5", abs("../cli/tests/fixtures/hunt-broken")));
+    assert_eq!(sent.trace, Some(std::path::absolute("out/t.wct").unwrap()));
+    for (w, file) in [("replay:trace=t.wct", "t.wct"), ("rtapp:file=r.json", "r.json")] {
+        let sent = job("default", w, "scx:nest").for_workers().workload;
+        assert_eq!(sent, w.replace(file, &abs(file)));
+    }
+    // Names, not files: as they are.
+    let sent = job("default", "hackbench:groups=2", "scx:nest:warm=off").for_workers();
+    assert_eq!((sent.machine.as_str(), sent.workload.as_str(), sent.policy.as_str()), ("default", "hackbench:groups=2", "scx:nest:warm=off"));
+}
