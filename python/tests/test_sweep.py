@@ -194,20 +194,22 @@ def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
     assert all((ray / "traces" / t).read_bytes() == (local / "traces" / t).read_bytes() for t in traces)
 
 
-def test_a_sweep_joins_a_running_ray_cluster(tmp_path):
+def test_a_sweep_joins_a_running_ray_cluster_and_auto_starts_its_own_beside_it(tmp_path):
     s = spec(tmp_path)
     local = tmp_path / "local"
     sweep(s, "--out", local)
     ray = pathlib.Path(sys.executable).parent / "ray"
-    joined = tmp_path / "joined"
+    joined, auto = tmp_path / "joined", tmp_path / "auto"
     # `ray stop` sees only this PID namespace's processes.
     r = in_namespace(f"""
 trap '{ray} stop >/dev/null 2>&1' EXIT
 {ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
 "$WC" sweep {s} --out {joined} --ray 127.0.0.1:6390
+"$WC" sweep {s} --out {auto} --ray auto --jobs 2
 """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert table(joined).equals(table(local))
+    assert table(auto).equals(table(local))
 
 
 def test_a_sweep_on_ray_reads_the_files_its_spec_names_from_the_callers_directory(tmp_path):

@@ -67,7 +67,10 @@ def main():
         if a.address:
             ray.init(address=a.address, runtime_env=runtime_env, log_to_driver=False)
         else:
-            ray.init(num_cpus=a.cpus, include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
+            # A new instance even when a cluster started by `ray start` runs
+            # on this machine, which ray.init would join without "local".
+            ray.init(address="local", num_cpus=a.cpus, include_dashboard=False, runtime_env=runtime_env,
+                     log_to_driver=False)
         task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(run_one)
         jobs = [json.loads(line) for line in sys.stdin if line.strip()]
         pending = {task.remote(j): j["index"] for j in jobs}
