@@ -384,9 +384,10 @@ impl Env<'_> {
                 c.sort_by_key(|&x| std::cmp::Reverse(cap(x)));
                 list(&c)
             }
-            // scx_utils get_primary_cpus: big cores have the top capacity
-            // (all of them on a machine without asymmetry), little ones the
-            // others; turbo ones are big cores above the average capacity.
+            // scx_utils get_primary_cpus, by the core types of its topology:
+            // big cores have at least the average capacity (all of them on a
+            // machine without asymmetry), little ones less; turbo ones are
+            // the big cores of the top capacity.
             "big_cpus" | "little_cpus" | "turbo_cpus" => {
                 let max = m.online.iter().map(|&c| cap(c)).max().unwrap_or(0);
                 let avg = m.online.iter().map(|&c| cap(c) as u64).sum::<u64>() / (m.online.len().max(1) as u64);
