@@ -94,3 +94,27 @@ def test_field_bad_input(tmp_path, needs_binary):
     r = field("--spec", tmp_path / "missing.toml", "--out", tmp_path / "o")
     assert r.returncode != 0 and "missing.toml" in r.stderr
     assert not (tmp_path / "o" / "field.md").exists()
+
+
+def test_field_figure_log_scale_when_the_worst_is_many_times_the_winner(tmp_path, monkeypatch):
+    """A panel whose spread passes 10x draws on a log axis, so that the bars
+    near the winner stay apart; a narrow panel stays linear."""
+    from warmcore import field as fieldmod
+
+    def row(workload, policy, measure):
+        return {"machine": "m", "workload": workload, "policy": policy, "metric_name": "wakeup_latency_us",
+                "metric_better": "lower", "measure": measure}
+
+    summary = pl.DataFrame([row("wide", "a", 10.0), row("wide", "b", 134.5), row("wide", "c", 27000.0),
+                            row("narrow", "a", 3.8), row("narrow", "b", 4.9)])
+    scales = {}
+
+    def keep(fig, axs, n, out):
+        for ax in axs.flat[:n]:
+            scales[ax.get_title().split("\n")[0]] = (ax.get_xscale(), ax.get_xlabel())
+        return n
+
+    monkeypatch.setattr(fieldmod, "save_panels", keep)
+    assert fieldmod.draw(summary, tmp_path / "f.png") == 2
+    assert scales["wide"][0] == "log" and "log scale" in scales["wide"][1]
+    assert scales["narrow"][0] == "linear" and "log" not in scales["narrow"][1]

@@ -196,7 +196,13 @@ def draw(summary: pl.DataFrame, out: pathlib.Path) -> int:
         ax.set_yticks(range(len(rs)), names, fontsize="small")
         ax.invert_yaxis()
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"{rs[0]['metric_name']} relative to the winner (1 = best)", fontsize="small")
+        # A panel whose worst is many times the winner (schbench's p99 under a
+        # scheduler that stacks threads) would flatten every other bar to 1.
+        wide = max((x for x in rel if x == x), default=1.0) > 10
+        if wide:
+            ax.set_xscale("log")
+        scale = ", log scale" if wide else ""
+        ax.set_xlabel(f"{rs[0]['metric_name']} relative to the winner (1 = best{scale})", fontsize="small")
         ax.set_title(f"{workload}\n{machine}", fontsize="small")
     return save_panels(fig, axs, n, out)
 
