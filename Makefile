@@ -48,12 +48,13 @@ test-vm: build
 # skips those on request (README, Testing). Each skipped test appends a line
 # to the log, which the last line of make test sums up.
 SKIP_LOG := out/test-skipped.log
-# Each phase's output (cargo-test, pytest, fuzz, vm), kept after the run.
+# Each phase's output (cargo-test, pytest, fuzz, vm-main, vm-rest), kept after the run.
 TEST_LOGS := out/test
 test: export WARMCORE_SKIP_LOG := $(CURDIR)/$(SKIP_LOG)
 
-# The phases (scripts/test-phases.sh): the VM suite in the background, the
-# others one after another beside it; the failing phases are named at the end.
+# The phases (scripts/test-phases.sh): the VM suite's boots in the
+# background in two lanes, the others one after another beside them; the
+# failing phases are named at the end.
 test: build dist
 	@mkdir -p $(dir $(SKIP_LOG)) && rm -f $(SKIP_LOG)
 	@status=0; CARGO=$(CARGO) scripts/test-phases.sh $(TEST_LOGS) '$(TEST_VM)' || status=$$?; \

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# make test's phases, after make build. The scheduler's VM suite runs in
-# the background from the start, on a CPU of its own (taskset): QEMU
-# emulates the guest on one host thread for several minutes, while the other
-# phases (cargo test, pytest, the fuzz pass) run one after another on the
-# remaining CPUs. The guest's clock follows the host's, so a QEMU thread
-# that shares its CPU with a compile runs the guest too slowly for the
-# kernel's sched_ext watchdog (haiku-power-saving was ejected with
-# "watchdog failed to check in for 5.0s" in three runs beside unconfined
-# builds on 2 cores, and in none alone): the other phases are confined to
-# the other CPUs. With one CPU, or WARMCORE_TEST_VM_BESIDE=0, the
-# VM suite runs last, alone. Every phase runs even when one before it
-# failed; each phase's output is kept in LOGDIR/PHASE.log (the foreground
-# phases also print theirs), and the last lines name each phase with its
-# status and time. Exit status: 0 when every phase passed.
+# make test's phases, after make build. The scheduler's VM suite runs beside
+# the others in two lanes, each a run of VM-COMMAND over some of its boots
+# (WARMCORE_VM_BOOTS, python/tests/vm/conftest.py): vm-main, the main boot,
+# on the last CPU from the start; vm-rest, the other boots, on whichever
+# CPUs free first, the last one once the main boot is done or the others
+# once the foreground phases (cargo test, pytest, the fuzz pass, one after
+# another) are done. QEMU emulates a guest on one host thread for minutes,
+# so two boots on two CPUs take half the time of one after the other.
+# Every lane and phase is pinned (taskset) so that no compile shares a
+# QEMU's CPU: the guest's clock follows the host's, so a QEMU thread that
+# shares its CPU with a compile runs the guest too slowly for the kernel's
+# sched_ext watchdog (haiku-power-saving was ejected with "watchdog failed
+# to check in for 5.0s" in three runs beside unconfined builds on 2 cores,
+# and in none alone). With one CPU, or WARMCORE_TEST_VM_BESIDE=0, the VM
+# suite runs last, alone, as one phase (vm). Every phase runs even when one
+# before it failed; each phase's output is kept in LOGDIR/PHASE.log (the
+# foreground phases also print theirs), and the last lines name each phase
+# with its status and time. Exit status: 0 when every phase passed.
 #
 # Usage: test-phases.sh LOGDIR VM-COMMAND
 set -uo pipefail
@@ -21,9 +25,9 @@ cd "$(dirname "$0")/.."
 logdir=${1:?usage: test-phases.sh LOGDIR VM-COMMAND}
 vm_cmd=${2:?usage: test-phases.sh LOGDIR VM-COMMAND}
 mkdir -p "$logdir"
-rm -f "$logdir"/*.log "$logdir"/*.status
+rm -f "$logdir"/*.log "$logdir"/*.status "$logdir/foreground.done"
 
-# A phase's status goes to a file, so that the background phase reports the
+# A phase's status goes to a file, so that the background phases report the
 # same way as the others.
 run_phase() {
     local name=$1; shift
@@ -33,37 +37,51 @@ run_phase() {
     return "$status"
 }
 
-ncpu=$(nproc)
-beside=${WARMCORE_TEST_VM_BESIDE:-$(( ncpu >= 2 ))}
-vm_cpu=$((ncpu - 1))
-others=()
-if [ "$beside" = 1 ] && [ "$ncpu" -ge 2 ]; then
-    # The last CPU for QEMU, the others for everything else.
-    others=(taskset -c "0-$((ncpu - 2))")
-fi
-vm_pid=
-start_vm() {
-    # In a session of its own, so that an interrupted make test ends QEMU
-    # too (a background job of a script does not get the terminal's Ctrl-C).
-    export logdir vm_cmd
+# The VM command over BOOTS (all when empty) on CPUS (any when empty), its
+# output in LOGDIR/NAME.log.
+vm_lane() {
+    local name=$1 boots=$2 cpus=$3
     local pin=()
-    [ ${#others[@]} = 0 ] || pin=(taskset -c "$vm_cpu")
-    setsid "${pin[@]}" bash -c 'start=$SECONDS status=0
-        bash -c "$vm_cmd" < /dev/null > "$logdir/vm.log" 2>&1 || status=$?
-        echo "$status $((SECONDS - start))" > "$logdir/vm.status"' &
-    vm_pid=$!
-    trap 'kill -- -$vm_pid 2>/dev/null; exit 130' INT TERM
+    [ -z "$cpus" ] || pin=(taskset -c "$cpus")
+    run_phase "$name" env WARMCORE_VM_BOOTS="$boots" "${pin[@]}" bash -c "$vm_cmd" \
+        < /dev/null > "$logdir/$name.log" 2>&1
 }
+export -f run_phase vm_lane
+export logdir vm_cmd
+
+ncpu=$(nproc)
+beside=${WARMCORE_TEST_VM_BESIDE:-1}
+[ "$ncpu" -ge 2 ] || beside=0
+vm_cpu=$((ncpu - 1))
+fg_cpus=
+lane_pids=()
+# Each lane in a session of its own, so that an interrupted make test ends
+# its QEMU too (a background job of a script does not get the terminal's
+# Ctrl-C).
+trap 'for p in "${lane_pids[@]}"; do kill -- -"$p" 2>/dev/null; done; exit 130' INT TERM
 if [ "$beside" = 1 ]; then
-    echo "make test: the VM suite runs in the background on CPU $vm_cpu ($vm_cmd), its output in $logdir/vm.log"
-    start_vm
+    fg_cpus=0
+    [ "$ncpu" = 2 ] || fg_cpus=0-$((ncpu - 2))
+    echo "make test: the VM suite's main boot runs in the background on CPU $vm_cpu, its output in $logdir/vm-main.log; its other boots follow on whichever CPUs free first ($logdir/vm-rest.log)"
+    setsid bash -c 'vm_lane vm-main main "$0"' "$vm_cpu" &
+    lane_pids+=($!)
+    export vm_cpu fg_cpus
+    setsid bash -c '
+        while [ ! -e "$logdir/vm-main.status" ] && [ ! -e "$logdir/foreground.done" ]; do sleep 1; done
+        cpus=$fg_cpus
+        [ ! -e "$logdir/vm-main.status" ] || cpus=$vm_cpu
+        echo "make test: the VM suite'\''s other boots start on CPU $cpus"
+        vm_lane vm-rest -main "$cpus"' &
+    lane_pids+=($!)
 fi
 
 foreground() {
     local name=$1; shift
+    local pin=()
+    [ -z "$fg_cpus" ] || pin=(taskset -c "$fg_cpus")
     echo "== make test: $name"
     # The compiler cache's server is the phase's own, inside its CPU set.
-    run_phase "$name" "${others[@]}" scripts/with-sccache.sh "$@" 2>&1 | tee "$logdir/$name.log"
+    run_phase "$name" "${pin[@]}" scripts/with-sccache.sh "$@" 2>&1 | tee "$logdir/$name.log"
 }
 
 foreground cargo-test "${CARGO:-cargo}" test --release --workspace
@@ -71,19 +89,19 @@ if [ -d python/tests ]; then
     foreground pytest .venv/bin/python -m pytest -q -rs python/tests
 fi
 foreground fuzz scripts/fuzz-short.sh
+touch "$logdir/foreground.done"
 if [ "$beside" != 1 ]; then
     echo "== make test: the VM suite ($vm_cmd), its output in $logdir/vm.log"
-    start_vm
+    setsid bash -c 'vm_lane vm "" ""' &
+    lane_pids+=($!)
 fi
 
-if [ ! -e "$logdir/vm.status" ]; then
-    echo "== make test: waiting for the VM suite (tail -f $logdir/vm.log)"
-fi
-wait "$vm_pid"
+echo "== make test: waiting for the VM suite (tail -f $logdir/vm*.log)"
+wait "${lane_pids[@]}"
 trap - INT TERM
 
 failed=()
-for f in cargo-test pytest fuzz vm; do
+for f in cargo-test pytest fuzz vm vm-main vm-rest; do
     [ -e "$logdir/$f.status" ] || continue
     read -r status secs < "$logdir/$f.status"
     if [ "$status" = 0 ]; then
@@ -93,11 +111,13 @@ for f in cargo-test pytest fuzz vm; do
         failed+=("$f")
     fi
 done
-if ((${#failed[@]})); then
-    if [[ " ${failed[*]} " == *" vm "* ]]; then
-        echo "== the VM suite's last lines ($logdir/vm.log):"
-        tail -n 30 "$logdir/vm.log"
+for f in "${failed[@]}"; do
+    if [[ $f == vm* ]]; then
+        echo "== the last lines of $logdir/$f.log:"
+        tail -n 30 "$logdir/$f.log"
     fi
+done
+if ((${#failed[@]})); then
     echo "make test: FAILED: ${failed[*]}"
     exit 1
 fi

@@ -12,9 +12,20 @@
 # first time, nothing after), with cargo's progress here rather than in a
 # boot's kept stderr. A loader that does not build fails the peers' tests
 # (the boot that needs it says why); the other boots run all the same.
+# WARMCORE_VM_BOOTS (python/tests/vm/conftest.py) picks the boots: without
+# the peers' boot, nothing is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${WARMCORE_VM_OUTPUT:-}" ]; then
+peers_boot() {
+    local boots=${WARMCORE_VM_BOOTS:-}
+    boots=" ${boots//,/ } "
+    case $boots in
+        *" -peers "*) return 1 ;;
+        *" peers "* | *" -"* | "  ") return 0 ;;
+        *) return 1 ;;
+    esac
+}
+if [ -z "${WARMCORE_VM_OUTPUT:-}" ] && peers_boot; then
     "${WARMCORE_BIN:-target/release/warmcore}" vm peers >&2 \
         || echo "test-sched-vm: the peers' loaders did not all build (above): their tests fail below" >&2
 fi

@@ -10,7 +10,10 @@ it asks for it, and every check reads its output: any one check runs alone
 Each boot's output is kept in out/test-vm/BOOT.log. WARMCORE_VM_OUTPUT=DIR
 checks DIR/BOOT.log instead of booting (a kept output re-checked after a
 change to a check). WC_TEST_SECS shortens the stress of each policy (30 s),
-WIDE_CPUS sets the CPUs of the wide boot (72)."""
+WIDE_CPUS sets the CPUs of the wide boot (72). WARMCORE_VM_BOOTS picks the
+boots whose checks run: names (main,topo), or every boot but those named
+with a leading - (-main); make test runs the main boot and the others in
+two lanes that way (scripts/test-phases.sh)."""
 
 import functools
 import json
@@ -47,6 +50,34 @@ BOOTS = {
 }
 
 REPORTS = []
+
+
+def boots_selected():
+    """The boots WARMCORE_VM_BOOTS names (every boot when unset), or a usage
+    error naming what is wrong."""
+    names = os.environ.get("WARMCORE_VM_BOOTS", "").replace(",", " ").split()
+    if not names:
+        return set(BOOTS)
+    leaving = {n.startswith("-") for n in names}
+    bare = [n.removeprefix("-") for n in names]
+    unknown = [n for n in bare if n not in BOOTS]
+    if unknown or len(leaving) > 1:
+        raise pytest.UsageError(f"WARMCORE_VM_BOOTS={os.environ['WARMCORE_VM_BOOTS']}: give boots among "
+                                f"{', '.join(BOOTS)}, all with a leading - (every boot but those) or none")
+    return set(BOOTS) - set(bare) if leaving == {True} else set(bare)
+
+
+def pytest_configure(config):
+    boots_selected()
+
+
+def pytest_collection_modifyitems(config, items):
+    # A check belongs to the boot whose fixture it reads (BOOT_vm).
+    leave = {f"{b}_vm" for b in set(BOOTS) - boots_selected()}
+    kept = [i for i in items if not leave & set(getattr(i, "fixturenames", ()))]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
 
 
 def report(what):
@@ -117,9 +148,14 @@ def vm_binary():
     panic's backtrace in the guest still names its functions."""
     KEPT.mkdir(parents=True, exist_ok=True)
     out = KEPT / "warmcore"
-    r = subprocess.run(["strip", "--strip-debug", "-o", str(out), str(BIN)], capture_output=True, text=True)
+    # Written aside and renamed: make test's two lanes of boots each write
+    # it, one while the other's boot may be packing it.
+    part = KEPT / f"warmcore.{os.getpid()}"
+    r = subprocess.run(["strip", "--strip-debug", "-o", str(part), str(BIN)], capture_output=True, text=True)
     if r.returncode != 0:
+        part.unlink(missing_ok=True)
         pytest.fail(f"strip --strip-debug {BIN} failed: {r.stderr.strip()} (is binutils installed?)", pytrace=False)
+    part.replace(out)
     return out
 
 
