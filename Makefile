@@ -34,12 +34,13 @@ build: setup
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
 
 # The wheels (the command, the Python package) and the Debian package, into
-# out/dist (scripts/dist.sh); make test installs and checks them.
+# out/dist (scripts/dist.sh); make test's pytest phase makes, installs and
+# checks them.
 dist: build
 	@$(CACHE) scripts/dist.sh
 
 # The scheduler runs only in a VM here (the machine's kernel has no sched_ext).
-# make test runs this command in the background beside its other phases.
+# make test runs this command beside its other phases.
 TEST_VM := scripts/test-sched-vm.sh
 test-vm: build
 	@$(TEST_VM)
@@ -48,14 +49,15 @@ test-vm: build
 # skips those on request (README, Testing). Each skipped test appends a line
 # to the log, which the last line of make test sums up.
 SKIP_LOG := out/test-skipped.log
-# Each phase's output (cargo-test, pytest, fuzz, vm-main, vm-rest), kept after the run.
+# Each phase's output (cargo-test, pytest, fuzz-*, vm-main, vm-rest), kept after the run.
 TEST_LOGS := out/test
 test: export WARMCORE_SKIP_LOG := $(CURDIR)/$(SKIP_LOG)
 
-# The phases (scripts/test-phases.sh): the VM suite's boots in the
-# background in two lanes, the others one after another beside them; the
+# The phases (scripts/test-phases.sh), on two lanes of CPUs that take them
+# from one queue: the VM suite's boots, cargo test, the packages (make
+# dist's script) and pytest, the fuzz build and each fuzz target; the
 # failing phases are named at the end.
-test: build dist
+test: build
 	@mkdir -p $(dir $(SKIP_LOG)) && rm -f $(SKIP_LOG)
 	@status=0; CARGO=$(CARGO) scripts/test-phases.sh $(TEST_LOGS) '$(TEST_VM)' || status=$$?; \
 	 scripts/test-skipped.sh $(SKIP_LOG); exit $$status

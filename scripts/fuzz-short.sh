@@ -7,24 +7,46 @@
 # the 7 targets, the trace reader and importers and the machine, workload and
 # rt-app parsers, about 2.5 minutes once built; keep the total under about 3
 # minutes when adding targets, lowering the default if needed).
+#
+# Usage: fuzz-short.sh            build, then run every target
+#        fuzz-short.sh --build    build only
+#        fuzz-short.sh --run T... run these targets, built before
+#        fuzz-short.sh --list     the targets' names
+# (make test runs the build and then each target as a phase of its own:
+# scripts/test-phases.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}
+mode=${1:-all}
+case $mode in
+all | --build | --list) [ $# -le 1 ] || { echo "fuzz-short.sh: $mode takes no target" >&2; exit 2; } ;;
+--run) shift; [ $# -ge 1 ] || { echo "fuzz-short.sh: --run needs the targets to run (--list names them)" >&2; exit 2; } ;;
+*) echo "fuzz-short.sh: unknown option $mode: use --build, --run TARGET..., --list or nothing" >&2; exit 2 ;;
+esac
+if [ "$mode" = --list ]; then
+    exec cargo fuzz list
+fi
 # cargo fuzz wants a nightly compiler for its default sanitizer; without a
 # sanitizer (safe Rust needs none) stable works with RUSTC_BOOTSTRAP.
 export RUSTC_BOOTSTRAP=1
-# fuzz/Cargo.lock pins what the workspace's Cargo.lock pins. cargo fuzz
-# passes no --locked to cargo: the fetch checks the lock instead, so that a
-# stale one fails here rather than being resolved and rewritten in the tree.
-if ! cargo fetch --locked --manifest-path fuzz/Cargo.toml; then
-    echo "fuzz: fuzz/Cargo.lock is not current: run 'cargo metadata --manifest-path fuzz/Cargo.toml' and commit it" >&2
-    exit 1
-fi
-# Every target in one build; each then runs as cargo fuzz run would run it.
-cargo fuzz build -s none --release
 bin=fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release
-targets=$(cargo fuzz list)
+if [ "$mode" = --run ]; then
+    targets=$*
+else
+    # fuzz/Cargo.lock pins what the workspace's Cargo.lock pins. cargo fuzz
+    # passes no --locked to cargo: the fetch checks the lock instead, so that a
+    # stale one fails here rather than being resolved and rewritten in the tree.
+    if ! cargo fetch --locked --manifest-path fuzz/Cargo.toml; then
+        echo "fuzz: fuzz/Cargo.lock is not current: run 'cargo metadata --manifest-path fuzz/Cargo.toml' and commit it" >&2
+        exit 1
+    fi
+    # Every target in one build; each then runs as cargo fuzz run would run it.
+    cargo fuzz build -s none --release
+    [ "$mode" != --build ] || exit 0
+    targets=$(cargo fuzz list)
+fi
 for t in $targets; do
+    [ -x "$bin/$t" ] || { echo "fuzz: no built target $t in $bin: run scripts/fuzz-short.sh --build first (--list names the targets)" >&2; exit 1; }
     scratch=$(mktemp -d)
     mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
     echo "fuzz: $t for ${secs}s"
@@ -39,4 +61,4 @@ for t in $targets; do
         exit 1
     fi
 done
-echo "fuzz: all targets ran clean"
+echo "fuzz: $(echo $targets | wc -w) targets ran clean"

@@ -11,7 +11,11 @@ WARMCORE_SKIP_LOG names, so that `make test` can say what it did not run."""
 
 import os
 import pathlib
+import shutil
 import subprocess
+import sys
+import tempfile
+import time
 
 import pytest
 
@@ -147,3 +151,67 @@ def synth_trace(tmp_path_factory):
     subprocess.run([str(BIN), "trace", "synth", "-o", str(p), "--events", "200000", "--cpus", "8"],
                    check=True, capture_output=True)
     return p
+
+
+RAY = pathlib.Path(sys.executable).parent / "ray"
+# Where the shared cluster's head listens, inside its namespace.
+RAY_ADDRESS = "127.0.0.1:6390"
+# A cluster starts well within this, even on a loaded machine.
+RAY_START_WITHIN_S = 300
+
+
+class RayCluster:
+    """A Ray cluster started once for the tests that join one (a start
+    costs seconds), in network, PID and mount namespaces of its own with
+    only loopback up, from a directory of its own. Its files, and the
+    address file that `ray.init()` would otherwise find and join in
+    /tmp/ray, are in a temporary directory of its own (with a short path:
+    Ray's sockets live there). `run` runs a shell script in those
+    namespaces; ending the namespace's first process ends every process
+    Ray started there."""
+
+    def __init__(self, home):
+        require("root", None if os.geteuid() == 0 else "unshare needs root")
+        self.temp = pathlib.Path(tempfile.mkdtemp(prefix="wc-ray-"))
+        ready = home / "ready"
+        self.holder = subprocess.Popen(
+            ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-ec",
+             f"ip link set lo up\n"
+             f"{RAY} start --head --port {RAY_ADDRESS.split(':')[1]} --num-cpus 2 --include-dashboard false "
+             f"--disable-usage-stats --temp-dir {self.temp} > start.log 2>&1\n"
+             f"touch {ready}\nexec sleep infinity"],
+            cwd=home, stdin=subprocess.DEVNULL)
+        deadline = time.time() + RAY_START_WITHIN_S
+        while not ready.exists():
+            if self.holder.poll() is not None or time.time() > deadline:
+                self.stop()
+                log = home / "start.log"
+                raise AssertionError(f"no Ray cluster started: {log.read_text() if log.exists() else 'no output'}")
+            time.sleep(0.1)
+        # The namespace's first process: unshare's child.
+        children = pathlib.Path(f"/proc/{self.holder.pid}/task/{self.holder.pid}/children").read_text().split()
+        self.init = int(children[0])
+
+    def run(self, script, timeout=600):
+        env = dict(os.environ, WC=str(BIN))
+        return subprocess.run(
+            ["nsenter", "--target", str(self.init), "--net", "--pid", "--mount", "sh", "-ec", script],
+            capture_output=True, text=True, timeout=timeout, env=env)
+
+    def stop(self):
+        # unshare's end ends its child (--kill-child), the namespace's
+        # first process, and so every process in the namespace.
+        self.holder.kill()
+        self.holder.wait()
+        deadline = time.time() + RAY_START_WITHIN_S
+        while subprocess.run(["pgrep", "-f", str(self.temp)], capture_output=True).returncode == 0 \
+                and time.time() < deadline:
+            time.sleep(0.1)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    cluster = RayCluster(tmp_path_factory.mktemp("ray-head"))
+    yield cluster
+    cluster.stop()

@@ -3,14 +3,15 @@
 cluster reports what one on local threads does for the same seed and runs,
 with no failure and with the planted bug of the hunt's tests, whose
 reproducer is the same; a budget of simulated time stops Ray once spent; a
-Ray address nobody answers at is one line. Ray runs
-in namespaces of its own with only loopback up, as in test_sweep.py."""
+Ray address nobody answers at is one line. The hunts join the cluster
+the ray_cluster fixture (conftest.py) starts, in namespaces of its own with
+only loopback up."""
 
 import json
 import subprocess
 
-from conftest import BIN, ROOT, require
-from test_sweep import REFUSED_WITHIN_S, in_namespace
+from conftest import BIN, RAY_ADDRESS, ROOT, require
+from test_sweep import REFUSED_WITHIN_S
 
 # Relative to ROOT, where the hunts run: the workers, which do not, get it
 # as an absolute path.
@@ -30,7 +31,7 @@ def summary(out):
     return json.loads((out / "summary.json").read_text())
 
 
-def test_a_hunt_on_ray_reports_what_local_threads_do(tmp_path):
+def test_a_hunt_on_ray_reports_what_local_threads_do(tmp_path, ray_cluster):
     local, local_fail = tmp_path / "local", tmp_path / "local-fail"
     r = hunt(*CLEAN, "--jobs", "2", "--out", local)
     assert r.returncode == 0, r.stderr
@@ -39,11 +40,11 @@ def test_a_hunt_on_ray_reports_what_local_threads_do(tmp_path):
     ray, ray_fail, ray_time = tmp_path / "ray", tmp_path / "ray-fail", tmp_path / "ray-time"
     clean = " ".join(f"'{a}'" for a in CLEAN)
     failing = " ".join(f"'{a}'" for a in FAILING)
-    r = in_namespace(f"""
+    r = ray_cluster.run(f"""
 cd {ROOT}
-"$WC" hunt {clean} --ray auto --jobs 2 --out {ray}
-"$WC" hunt {failing} --ray auto --jobs 2 --out {ray_fail} || echo "hunt exit $?"
-"$WC" hunt --policy scx:default --machine default --sim-time 5s --ray auto --jobs 2 --out {ray_time}
+"$WC" hunt {clean} --ray {RAY_ADDRESS} --out {ray}
+"$WC" hunt {failing} --ray {RAY_ADDRESS} --out {ray_fail} || echo "hunt exit $?"
+"$WC" hunt --policy scx:default --machine default --sim-time 5s --ray {RAY_ADDRESS} --out {ray_time}
 """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "hunt: 12 runs of scx:default" in r.stdout and "no failure" in r.stdout, r.stdout

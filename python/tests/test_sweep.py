@@ -5,20 +5,18 @@ mid-run, files named relative to the caller's directory read by workers that
 run in another, bad input, and `warmcore plot sweep`.
 
 Ray binds its servers to the machine's network address, and tests here talk
-to loopback only: every test that starts Ray runs it inside network and PID
-namespaces of its own (`unshare`), with only loopback up; the PID namespace
-also ends every process Ray started when the test's shell ends."""
+to loopback only: Ray runs inside network and PID namespaces of its own
+(`unshare`), with only loopback up; the PID namespace also ends every
+process Ray started when its first process ends. The tests that join a
+running cluster share one (the ray_cluster fixture), started once."""
 
 import json
-import os
-import pathlib
 import signal
 import subprocess
-import sys
 import time
 
 import polars as pl
-from conftest import BIN, ROOT, require
+from conftest import BIN, RAY_ADDRESS, ROOT, require
 
 SPEC = """
 machines = "default"
@@ -67,19 +65,6 @@ def journal(out):
     return [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
 
 
-def needs_namespaces():
-    require("root", None if os.geteuid() == 0 else "unshare needs root")
-
-
-def in_namespace(script, timeout=600):
-    """Run a shell script with only loopback up, in a PID namespace of its own."""
-    needs_namespaces()
-    env = dict(os.environ, WC=str(BIN))
-    return subprocess.run(
-        ["unshare", "--net", "--pid", "--fork", "--mount-proc", "sh", "-ec", "ip link set lo up\n" + script],
-        capture_output=True, text=True, timeout=timeout, env=env)
-
-
 def test_an_interrupted_sweep_started_again_loses_and_repeats_nothing(tmp_path):
     s = spec(tmp_path, loops=400, to=200)  # 2 x 21 x 2 = 84 runs
     whole = tmp_path / "whole"
@@ -108,16 +93,16 @@ def test_an_interrupted_sweep_started_again_loses_and_repeats_nothing(tmp_path):
     assert table(out).equals(table(whole))
 
 
-def test_ray_gives_the_rows_of_local_threads_and_survives_a_killed_worker(tmp_path):
-    # One Ray cluster (a start costs seconds): its rows, a worker killed
-    # among them, must be the local threads' rows. Runs of about half a
-    # second each: kill the first worker seen running one.
+def test_ray_gives_the_rows_of_local_threads_and_survives_a_killed_worker(tmp_path, ray_cluster):
+    # The rows of a sweep on a Ray cluster, a worker killed among them, must
+    # be the local threads' rows. Runs of about half a second each: kill the
+    # first worker seen running one.
     s = spec(tmp_path, loops=3000, to=10)
     local = tmp_path / "local-long"
     sweep(s, "--out", local)
     killed = tmp_path / "killed"
-    r = in_namespace(f"""
-"$WC" sweep {s} --out {killed} --ray auto --jobs 2 &
+    r = ray_cluster.run(f"""
+"$WC" sweep {s} --out {killed} --ray {RAY_ADDRESS} &
 S=$!
 i=0
 while ! P=$(pgrep -f '^ray::run_one' | head -1) || [ -z "$P" ]; do
@@ -171,7 +156,7 @@ def test_plot_sweep_draws_a_panel_per_other_axis(tmp_path):
     assert r.returncode == 2 and "no column 'nope'" in r.stderr
 
 
-def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
+def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path, ray_cluster):
     require("binary", None if BIN.exists() else f"no warmcore binary at {BIN}")
     local = tmp_path / "local"
     # Two claims whose runs write traces: 63 runs of a few seconds in all.
@@ -179,7 +164,7 @@ def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     ray = tmp_path / "ray"
-    r = in_namespace(f'"$WC" reproduce --quick --only 1,4 --out {ray} --ray auto --jobs 2')
+    r = ray_cluster.run(f'"$WC" reproduce --quick --only 1,4 --out {ray} --ray {RAY_ADDRESS}')
     assert r.returncode == 0, r.stderr
     assert (ray / "claims.json").read_text() == (local / "claims.json").read_text()
     # Every run's report but its wall time, and the traces the runs wrote.
@@ -194,17 +179,13 @@ def test_reproduce_on_ray_gives_the_claims_of_local_threads(tmp_path):
     assert all((ray / "traces" / t).read_bytes() == (local / "traces" / t).read_bytes() for t in traces)
 
 
-def test_a_sweep_joins_a_running_ray_cluster_and_auto_starts_its_own_beside_it(tmp_path):
+def test_a_sweep_joins_a_running_ray_cluster_and_auto_starts_its_own_beside_it(tmp_path, ray_cluster):
     s = spec(tmp_path)
     local = tmp_path / "local"
     sweep(s, "--out", local)
-    ray = pathlib.Path(sys.executable).parent / "ray"
     joined, auto = tmp_path / "joined", tmp_path / "auto"
-    # `ray stop` sees only this PID namespace's processes.
-    r = in_namespace(f"""
-trap '{ray} stop >/dev/null 2>&1' EXIT
-{ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
-"$WC" sweep {s} --out {joined} --ray 127.0.0.1:6390
+    r = ray_cluster.run(f"""
+"$WC" sweep {s} --out {joined} --ray {RAY_ADDRESS}
 "$WC" sweep {s} --out {auto} --ray auto --jobs 2
 """)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -212,26 +193,20 @@ trap '{ray} stop >/dev/null 2>&1' EXIT
     assert table(auto).equals(table(local))
 
 
-def test_a_sweep_on_ray_reads_the_files_its_spec_names_from_the_callers_directory(tmp_path):
+def test_a_sweep_on_ray_reads_the_files_its_spec_names_from_the_callers_directory(tmp_path, ray_cluster):
     # A machine file and a workload file named relative to the directory
-    # the sweep runs in; the cluster, and so its workers, started in another.
-    here, there = tmp_path / "here", tmp_path / "there"
+    # the sweep runs in; the cluster, and so its workers, started in another
+    # (the fixture's).
+    here = tmp_path / "here"
     here.mkdir()
-    there.mkdir()
     (here / "m.toml").write_text((ROOT / "machines" / "ryzen5-3400g.toml").read_text())
     (here / "w.toml").write_text((ROOT / "workloads" / "pipeline.toml").read_text())
     (here / "spec.toml").write_text('machines = "m.toml"\nseeds = [1, 2]\n'
                                     '[[workloads]]\nname = "w.toml"\n[[policies]]\nname = "cfs"\n')
     sweep("spec.toml", "--out", "local", cwd=here)
-    ray = pathlib.Path(sys.executable).parent / "ray"
-    # Stopped however the sweep ends: a cluster left in Ray's files would be
-    # joined by the next ray.init on this machine.
-    r = in_namespace(f"""
-trap '{ray} stop >/dev/null 2>&1' EXIT
-cd {there}
-{ray} start --head --port 6390 --num-cpus 2 --include-dashboard false --disable-usage-stats >/dev/null 2>&1
+    r = ray_cluster.run(f"""
 cd {here}
-"$WC" sweep spec.toml --out joined --ray 127.0.0.1:6390
+"$WC" sweep spec.toml --out joined --ray {RAY_ADDRESS}
 """)
     assert r.returncode == 0, r.stdout + r.stderr
     t = table(here / "joined")

@@ -2,11 +2,15 @@
 """Each policy under a 30 s mixed stress in the main boot (guest/main.sh).
 
 Placement checks count the share of forks placed as the policy says. For
-smove, whose 2 ms timer races with emulated forks and waits, the bounds
-leave room below the ranges measured over repeated boots (child on the
-parent's CPU 79-93 %, busy parent's child elsewhere 65-100 %), so that
-emulator noise does not fail the suite while a policy that ignores the rule
-still does (the default policy puts about 1 in 4 on the parent's CPU).
+smove, whose 2 ms timer races with emulated forks and waits, and slocal,
+whose queued children idle CPUs may pull, the bounds leave room below the
+ranges measured over repeated boots (smove: child on the parent's CPU
+79-93 %, busy parent's child elsewhere 65-100 %; slocal: 100 of 100 on a
+quiet host, 82 with parent and child both there after the wait on one at
+load 8 to 12), so that emulator noise does not fail the suite while a
+policy that ignores the rule still does (the default policy puts about 1
+in 4 on the parent's CPU); the placement decisions themselves are counted
+exactly.
 No check is timed: emulated time is too noisy. What emulation cannot show
 reliably (S_move's timers firing, Nest keeping a fork/wait chain on two
 cores, anything about frequency) is checked deterministically by the
@@ -82,9 +86,17 @@ def test_never_ejected(main_vm, p):
     assert not errs, f"{p}: {errs}"
 
 
-def test_slocal_forked_children_start_on_the_parents_cpu(main_vm):
-    fc = main_vm.js("FORKCPU", "slocal")
-    assert fc is not None and fc["same_cpu"] >= 0.9 * fc["n"], fc
+def test_slocal_places_every_fork_on_the_parents_cpu_and_the_children_start_there(main_vm):
+    fc, sb, sf = main_vm.js("FORKCPU", "slocal"), main_vm.js("STATS_BEFORE", "slocal"), main_vm.js("STATS_FORK", "slocal")
+    # The decision, whatever the host's load: each fork (and each parent's
+    # wake-up by its child's exit) is placed on the waker's CPU.
+    placed = sf and sb and sf["counts"]["waker_placed"] - sb["counts"]["waker_placed"]
+    assert fc is not None and placed is not None and placed >= fc["n"], \
+        f"{placed} placed on the waker's CPU for {fc and fc['n']} forks"
+    # Where the children start: an idle CPU woken for other work pulls a
+    # child still queued on the parent's CPU (the base's pulling, as the
+    # kernel's idle balancing would), the more often the slower the guest.
+    assert fc["child_on_parent_cpu"] >= 0.6 * fc["n"], fc
 
 
 def test_slocal_stats_count_waker_placements(main_vm):

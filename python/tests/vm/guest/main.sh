@@ -30,7 +30,10 @@ run_policy() {
     warmcore vm workload forkcpu --n 40 --busy-us 5000 | sed "s/^/FORKBUSY $P /"
     warmcore vm workload hogs --n 4 --secs 5 | sed "s/^/HOGS $P /";;
   slocal)
-    warmcore vm workload forkcpu --n 100 | sed "s/^/FORKCPU $P /";;
+    B=$(fresh_stats /tmp/$P.stats)
+    warmcore vm workload forkcpu --n 100 | sed "s/^/FORKCPU $P /"
+    echo "STATS_BEFORE $P $B"
+    fresh_stats /tmp/$P.stats | sed "s/^/STATS_FORK $P /";;
   smove)
     for c in 0 1 2 3; do warmcore sched freq set $c 800000; done
     B=$(fresh_stats /tmp/$P.stats)
