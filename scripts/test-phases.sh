@@ -4,8 +4,8 @@
 # queue: the VM lane (the last CPU) and the build lane (the other CPUs).
 # The VM lane starts with the scheduler's main boot (vm-main, its longest
 # phase), the build lane with cargo test; then each lane, when free, takes
-# the next phase of the queue: the VM suite's other boots (vm-rest), the
-# packages and pytest, the fuzz build and then each fuzz target alone, so
+# the next phase of the queue: the packages and pytest, the VM suite's
+# other boots (vm-rest), the fuzz build and then each fuzz target alone, so
 # that neither CPU waits at the end while the other still has a queue.
 # A VM boot is a run of VM-COMMAND over some of its boots
 # (WARMCORE_VM_BOOTS, python/tests/vm/conftest.py). QEMU emulates a guest on
@@ -41,9 +41,13 @@ fuzz_targets=$(scripts/fuzz-short.sh --list) || exit 1
 ncpu=$(nproc)
 beside=${WARMCORE_TEST_VM_BESIDE:-1}
 [ "$ncpu" -ge 2 ] || beside=0
+# pytest before the VM's other boots: two QEMUs side by side slow each
+# other (the main boot took 359 s beside the other boots, 317 to 329 s
+# beside builds and tests), so the other boots wait for the main one's
+# lane unless the build lane runs out of other phases first.
 if [ "$beside" = 1 ]; then
     vm_first=vm-main
-    queue=(vm-rest pytest fuzz-build)
+    queue=(pytest vm-rest fuzz-build)
 else
     vm_first=
     queue=(pytest fuzz-build)
@@ -57,7 +61,7 @@ phases=(cargo-test $vm_first "${queue[@]}")
 phase_command() {
     case $1 in
     cargo-test) echo 'scripts/with-sccache.sh "${CARGO:-cargo}" test --release --workspace' ;;
-    pytest) echo 'scripts/with-sccache.sh scripts/dist.sh && .venv/bin/python -m pytest -q -rs python/tests' ;;
+    pytest) echo 'scripts/with-sccache.sh scripts/dist.sh && .venv/bin/python -m pytest -q -rs --durations=10 python/tests' ;;
     fuzz-build) echo 'scripts/with-sccache.sh scripts/fuzz-short.sh --build' ;;
     fuzz-*) echo "scripts/fuzz-short.sh --run ${1#fuzz-}" ;;
     vm-main) echo 'WARMCORE_VM_BOOTS=main bash -c "$vm_cmd"' ;;
