@@ -21,15 +21,13 @@ setup:
 	@scripts/setup.sh
 
 build: setup
-	@# The Python package (bindings + viewer) into .venv, built in release mode,
-	@# first: maturin points pyo3's build at a config file it writes
-	@# (PYO3_CONFIG_FILE), and the workspace's build below names the same file.
-	@# pyo3-ffi's build script reruns when that variable changes: without it,
-	@# each of the two builds compiled pyo3, arrow-pyarrow and the extension
-	@# again after the other, on every make build.
+	@# The Python package (bindings + viewer) into .venv, built in release
+	@# mode by maturin, then the rest of the workspace. The extension's crate
+	@# (crates/py) is maturin's alone: built by cargo too, each of the two
+	@# builds wrote over the other's library and compiled it again on every
+	@# make build.
 	cd python && VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH $(CURDIR)/$(CACHE) maturin develop --release --quiet
-	cfg=$$(ls -t $(CURDIR)/target/maturin/pyo3-config-*.txt 2>/dev/null | head -n 1); \
-	  env $${cfg:+PYO3_CONFIG_FILE=$$cfg} $(CACHE) $(CARGO) build --release --workspace
+	$(CACHE) $(CARGO) build --release --workspace --exclude warmcore-py
 	@# The scripts and tests run $(BIN): cargo must build into target/.
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
 
