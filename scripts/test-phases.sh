@@ -21,8 +21,8 @@
 # WARMCORE_TEST_VM_BESIDE=0, one lane runs every phase, the VM suite last
 # and whole (vm).
 #
-# Every phase runs even when one before it failed, but a fuzz target's
-# needs the fuzz build. Each phase's output is in LOGDIR/PHASE.log; the
+# Every phase runs even when one before it failed, but for a fuzz target,
+# which needs the fuzz build. Each phase's output is in LOGDIR/PHASE.log; the
 # terminal gets a line as each starts and ends, and the last lines name
 # each phase with its status and time, then the end of each failed one's
 # log. Exit status: 0 when every phase passed.
