@@ -17,9 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-20}
-mode=${1:-all}
+mode=${1:-}
 case $mode in
-all | --build | --list) [ $# -le 1 ] || { echo "fuzz-short.sh: $mode takes no target" >&2; exit 2; } ;;
+'' | --build | --list) [ $# -le 1 ] || { echo "fuzz-short.sh: $mode takes no target" >&2; exit 2; } ;;
 --run) shift; [ $# -ge 1 ] || { echo "fuzz-short.sh: --run needs the targets to run (--list names them)" >&2; exit 2; } ;;
 *) echo "fuzz-short.sh: unknown option $mode: use --build, --run TARGET..., --list or nothing" >&2; exit 2 ;;
 esac

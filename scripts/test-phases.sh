@@ -85,9 +85,10 @@ run_phase() {
     [ -z "$cpus" ] || pin=(taskset -c "$cpus")
     echo "make test: $name started${cpus:+ on CPU $cpus} ($logdir/$name.log)"
     "${pin[@]}" bash -c "$(phase_command "$name")" < /dev/null > "$logdir/$name.log" 2>&1 || status=$?
-    echo "$status $((SECONDS - start))" > "$logdir/$name.status"
+    local secs=$((SECONDS - start))
+    echo "$status $secs" > "$logdir/$name.status"
     if [ "$status" = 0 ]; then
-        echo "make test: $name passed ($((SECONDS - start)) s)"
+        echo "make test: $name passed ($secs s)"
     else
         echo "make test: $name FAILED (exit $status)"
     fi
