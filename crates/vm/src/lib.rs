@@ -8,6 +8,7 @@
 //! the scx project's loaders, built once into the cache.
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -317,7 +318,8 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
         Some(a) => format!("console=ttyS0 quiet panic=-1 oops=panic {a}"),
         None => "console=ttyS0 quiet panic=-1 oops=panic".to_string(),
     };
-    let mut child = Command::new(qemu)
+    let mut qemu_cmd = Command::new(qemu);
+    qemu_cmd
         .args(["-m", &r.mem.to_string(), "-smp", &smp])
         .args(&numa)
         .args(["-cpu", "max", "-accel", "tcg,thread=single"])
@@ -333,9 +335,23 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
         .arg(format!("file:{}", output.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting qemu-system-x86_64")?;
+        .stderr(Stdio::piped());
+    // The emulator ends with this process, however it ends (a signal, the
+    // test runner's timeout): an orphaned QEMU would run on for its guest's
+    // whole script, a CPU taken from whatever runs next.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl, getppid and raise are async-signal-safe and touch no
+    // memory of this process.
+    let mut child = unsafe {
+        qemu_cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        })
+    }
+    .spawn()
+    .context("starting qemu-system-x86_64")?;
     let deadline = Instant::now() + r.timeout;
     let mut shown = 0usize;
     let mut stdout = std::io::stdout();
