@@ -175,6 +175,12 @@ enum WorkloadKind {
         #[arg(long, default_value = "5", value_parser = warmcore_args::secs)]
         secs: Duration,
     },
+    /// One real-time thread per CPU waking every 20 ms for SECS: the longest
+    /// time the guest ran none of them (its host ran no vCPU), and when.
+    Stillness {
+        #[arg(long, default_value = "30", value_parser = warmcore_args::secs)]
+        secs: Duration,
+    },
 }
 
 impl From<WorkloadKind> for Run {
@@ -187,6 +193,7 @@ impl From<WorkloadKind> for Run {
             WorkloadKind::Forkcpu { n, busy_us } => Run::Forkcpu { n, busy_us },
             WorkloadKind::Chain { n, work_us } => Run::Chain { n, work_us },
             WorkloadKind::Hogs { n, secs } => Run::Hogs { n, secs },
+            WorkloadKind::Stillness { secs } => Run::Stillness { secs },
         }
     }
 }

@@ -220,6 +220,35 @@ fn good_times_and_counts_are_taken() {
     assert!(j["wall_s"].as_f64().unwrap() >= 0.05, "{j}");
 }
 
+/// The stillness workload measures the time none of its real-time threads
+/// ran: a process stopped for half a second reports a standstill at least
+/// that long.
+#[test]
+fn stillness_measures_the_time_its_process_was_stopped() {
+    warmcore_test_support::require!("root", warmcore_test_support::root_missing());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+        .args(["vm", "workload", "stillness", "--secs", "5"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("warmcore runs");
+    let pid = child.id().to_string();
+    // Its threads exist once it has taken its start time: stop it after.
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) <= ncpu {
+        assert!(std::time::Instant::now() < deadline, "the stillness threads never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let signal = |s: &str| assert!(Command::new("kill").args([s, &pid]).status().unwrap().success());
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal("-CONT");
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert!(j["longest_s"].as_f64().unwrap() >= 0.5, "{j}");
+}
+
 /// compare runs its policies x seeds side by side: each policy's row is
 /// made of its own runs (`sim` with seeds 1..=runs), whichever finished
 /// first.

@@ -123,6 +123,19 @@ pub fn exec(path: &CStr) -> i32 {
     127
 }
 
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity
+    // fills one of the size it is told, and CPU_ISSET reads within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
 /// Run the calling thread, and the processes it forks from now on, on CPU
 /// `cpu` only.
 pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {

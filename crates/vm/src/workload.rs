@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use anyhow::{bail, Result};
 
-use crate::proc::{close, exec, fork_run, getcpu, mono_ns, pipe, rd, shared, spin_us, wait_pid, wait_pid_cpu, wr};
+use crate::proc::{allowed_cpus, close, exec, fork_run, getcpu, mono_ns, pin_to_cpu, pipe, rd, shared, spin_us, wait_pid, wait_pid_cpu, wr};
 
 /// A workload and its size.
 #[derive(Clone, Debug)]
@@ -28,6 +28,9 @@ pub enum Workload {
     Chain { n: u32, work_us: u64 },
     /// N CPU hogs for SECS: CPU time over wall time, and each hog's CPU time.
     Hogs { n: u32, secs: Duration },
+    /// One real-time thread per CPU waking every 20 ms for SECS: the longest
+    /// time the guest ran none of them, standing still.
+    Stillness { secs: Duration },
 }
 
 /// @msgs round trips of 4 bytes between two processes; returns the round
@@ -131,6 +134,45 @@ fn forkexec(n: u32, deadline: Option<u64>) -> Result<(u32, f64)> {
         done += 1;
     }
     Ok((done, (mono_ns() - t0) as f64 / 1e9))
+}
+
+/// The longest time in @secs in which the guest woke none of its real-time
+/// threads, one per CPU, and when it began (s of CLOCK_MONOTONIC, the clock
+/// of the kernel's log). The real-time class runs above any sched_ext
+/// scheduler, so a scheduler that starves its own tasks leaves these
+/// threads waking on time: only a guest that ran nothing at all, as when
+/// its host runs no vCPU, leaves every one of them unwoken, and its clock
+/// then jumps by that time, as the sched_ext watchdog sees it.
+fn stillness(secs: Duration) -> Result<(f64, f64)> {
+    const PERIOD: Duration = Duration::from_millis(20);
+    let t0 = mono_ns();
+    let end = t0 + secs.as_nanos() as u64;
+    let threads: Vec<_> = allowed_cpus()?
+        .into_iter()
+        .map(|cpu| {
+            std::thread::spawn(move || -> Result<Vec<u64>> {
+                pin_to_cpu(cpu)?;
+                let prio = libc::sched_param { sched_priority: 50 };
+                // SAFETY: pid 0 is this thread; `prio` is a valid sched_param.
+                if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &prio) } != 0 {
+                    bail!("SCHED_FIFO: {} (run as root)", std::io::Error::last_os_error());
+                }
+                let mut woke = vec![];
+                while mono_ns() < end {
+                    std::thread::sleep(PERIOD);
+                    woke.push(mono_ns());
+                }
+                Ok(woke)
+            })
+        })
+        .collect();
+    let mut woke = vec![t0];
+    for t in threads {
+        woke.extend(t.join().map_err(|_| anyhow::anyhow!("a stillness thread panicked"))??);
+    }
+    woke.sort_unstable();
+    let (gap, at) = woke.windows(2).map(|w| (w[1] - w[0], w[0])).max().unwrap_or((0, t0));
+    Ok((gap as f64 / 1e9, at as f64 / 1e9))
 }
 
 /// Run `w`; what it measured, as one JSON object.
@@ -286,6 +328,10 @@ pub fn run(w: &Workload) -> Result<serde_json::Value> {
             let wall = (mono_ns() - t0) as f64 / 1e9;
             let cpu: f64 = per_task.iter().sum();
             serde_json::json!({"workload": "hogs", "n": n, "wall_s": wall, "cpu_s": cpu, "per_task_cpu_s": per_task})
+        }
+        Workload::Stillness { secs } => {
+            let (longest, at) = stillness(secs)?;
+            serde_json::json!({"workload": "stillness", "secs": secs.as_secs_f64(), "longest_s": longest, "at_s": at})
         }
     };
     Ok(j)

@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -127,6 +128,24 @@ class Guest:
 
     def __str__(self):
         return str(self.path)
+
+
+def ejections(lines):
+    """What a loader's output says of an ejection: its error lines, then the
+    tasks that had waited longest in the kernel's debug dump it prints
+    first (kernel/sched/ext.c, scx_dump_state: a CPU's header, then each
+    runnable task as `R COMM[PID] ... -MSms`, relative to the dump), so that a
+    stall names its victims in the one line a failed check prints."""
+    errs = [l for l in lines if "eject" in l or "EXIT:" in l]
+    if not errs:
+        return []
+    cpu, waits = "?", []
+    for l in lines:
+        if m := re.match(r"\s*CPU\s+(\d+)\s*:", l):
+            cpu = m[1]
+        elif m := re.match(r"\s*\*?R (.+?\[\d+\]).* ([+-]\d+)ms$", l):
+            waits.append((int(m[2]), f"{m[1]} on CPU {cpu} runnable for {-int(m[2])} ms"))
+    return [l.strip() for l in errs] + [w for _, w in sorted(waits)[:5]]
 
 
 def service():

@@ -4,7 +4,7 @@ offline (guest/topo.sh), and more than 64 CPUs (guest/wide.sh)."""
 
 import pytest
 
-from .conftest import report
+from .conftest import ejections, report
 
 
 def test_topo_the_guest_script_ran_to_the_end(topo_vm):
@@ -17,7 +17,7 @@ def test_topo_cpus_0_2_online_of_0_3_present(topo_vm):
 
 def test_topo_nest_with_warmer_threads_runs_the_stress_with_a_cpu_offline_never_ejected(topo_vm):
     tm = topo_vm.js("TOPO_MIXED")
-    terr = [l for l in topo_vm.all("TOPO_ERR") if "eject" in l or "EXIT" in l]
+    terr = ejections(topo_vm.all("TOPO_ERR"))
     assert tm is not None and tm["failed"] == 0 and topo_vm.get("TOPO_STATE") == "enabled" \
         and topo_vm.get("TOPO_RC") == "0" and not terr, f"{tm}, {topo_vm.get('TOPO_STATE')}, {terr}"
 
@@ -57,7 +57,7 @@ def test_wide_the_guest_script_ran_to_the_end(wide_vm):
 @pytest.mark.parametrize("p", ["default", "nest"])
 def test_wide_runs_a_short_stress_never_ejected(wide_vm, p):
     wm = wide_vm.js("WIDE_MIXED", p)
-    werr = [l for l in wide_vm.all("WIDE_ERR", p) if "eject" in l or "EXIT" in l]
+    werr = ejections(wide_vm.all("WIDE_ERR", p))
     assert wide_vm.get("WIDE_STATE", p) == "enabled" and wide_vm.get("WIDE_RC", p) == "0" \
         and wm is not None and wm["failed"] == 0 and not werr, \
         f"{wide_vm.get('WIDE_CPUS')} CPUs: {wide_vm.get('WIDE_STATE', p)}, status {wide_vm.get('WIDE_RC', p)}, {wm}, {werr}"

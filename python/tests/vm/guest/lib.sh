@@ -63,8 +63,11 @@ cpuset_setup() {
 # stress_beside TAG [unniced]: the mixed stress of $SECS s, and beside it a
 # task pinned to CPU 1, two in the cpuset of CPUs 2-3 (cpuset_setup), two
 # at nice 19 unless `unniced` (then a task that ends at once stands in for
-# them); MIXED, MIXED_RC and BESIDE_RC lines.
+# them); MIXED, MIXED_RC and BESIDE_RC lines, and STILL: the longest time
+# the whole guest stood still meanwhile (its host ran no vCPU), which the
+# watchdog cannot tell from a stall.
 stress_beside() {
+  warmcore vm workload stillness --secs $SECS | sed "s/^/STILL $1 /" & B0=$!
   taskset -c 1 warmcore vm workload hogs --n 1 --secs $SECS > /dev/null & B1=$!
   sh -c "echo \$\$ > /sys/fs/cgroup/wc/cgroup.procs && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B2=$!
   if [ "$2" = unniced ]; then
@@ -73,6 +76,12 @@ stress_beside() {
     sh -c "renice -n 19 -p \$\$ > /dev/null && exec warmcore vm workload hogs --n 2 --secs $SECS" > /dev/null & B3=$!
   fi
   warmcore vm workload mixed --secs $SECS | sed "s/^/MIXED $1 /"; echo "MIXED_RC $1 $?"
-  wait $B1; R1=$?; wait $B2; R2=$?; wait $B3; R3=$?
+  wait $B0; wait $B1; R1=$?; wait $B2; R2=$?; wait $B3; R3=$?
   echo "BESIDE_RC $1 $R1 $R2 $R3"
+}
+
+# Whether the STILL line of TAG $2 in FILE $1 says the whole guest stood
+# still for a second or more (its threads woke every 20 ms otherwise).
+stood_still() {
+  grep "^STILL $2 " "$1" | sed 's/.*"longest_s":\([0-9.e+-]*\).*/\1/' | awk '{ v = $1 } END { exit !(NR == 1 && v >= 1) }'
 }
