@@ -184,8 +184,14 @@ static s32 nest_search(struct task_struct *p, s32 start, s32 prev, bool is_prima
 		goto out;
 	mask = is_primary ? primary : reserve;
 	for (pass = 0; pass < 2; pass++) {
-		/* a: this pass's members the task may use. */
+		/* a: this pass's members the task may use; without warmer
+		 * threads, only the idle ones, the only ones nest_visit takes
+		 * or compacts: on a loaded machine the busy members are then
+		 * dropped at once rather than met one by one at every wake-up
+		 * (BENCHMARKS.md, the storm under scx:nest). */
 		bpf_cpumask_and(a, (const struct cpumask *)mask, p->cpus_ptr);
+		if (!nest_warm)
+			bpf_cpumask_and(a, (const struct cpumask *)a, idle);
 		if (nest_die_first) {
 			bpf_cpumask_and(b, (const struct cpumask *)a, die);
 			if (pass == 0)
