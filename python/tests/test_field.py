@@ -74,7 +74,7 @@ def test_field_ranks_each_workload_by_its_measure(tmp_path, needs_binary):
         assert [r[1] for r in rows] == medians["policy"].to_list(), name
         assert [r[0] for r in rows] == ["1", "2", "3"]
         assert rows[0][3] == "best" and all(re.fullmatch(r"-\d+\.\d %", r[3]) for r in rows[1:])
-        assert all(r[-3:] == ["2", "0", "0"] for r in rows), "two runs each, none failed or ejected"
+        assert all(r[-4:] == ["2", "0", "0", "0"] for r in rows), "two runs each, none failed, ejected or cut short"
     winners = re.findall(r"^- \*\*(.+?) on default: (.+?)\*\*", md, re.M)
     assert {(w, t[f"{w} on default"][0][1]) for w, _ in winners} == set(winners)
     png = (out / "field.png").read_bytes()
@@ -84,6 +84,23 @@ def test_field_ranks_each_workload_by_its_measure(tmp_path, needs_binary):
     assert again.returncode == 0, again.stderr
     assert "0 ran now, 12 done before" in again.stdout
     assert (out / "field.md").read_text() == md
+
+
+def test_field_counts_a_run_cut_short_and_never_ranks_it(tmp_path, needs_binary):
+    """A run stopped at the study's event limit did not finish its workload:
+    its completion time is when it was stopped, the earlier the more events
+    a scheduler makes, so ranking it would reward the busiest scheduler."""
+    spec = tmp_path / "field.toml"
+    spec.write_text(SPEC.replace('seeds = [1, 2]', 'seeds = [1]\nmax_events = 500'))
+    out = tmp_path / "out"
+    r = field("--spec", spec, "--out", out, "--jobs", 2)
+    assert r.returncode == 0, r.stderr
+    df = pl.read_parquet(out / "results.parquet")
+    assert df["partial"].is_not_null().all(), df["partial"].to_list()
+    md = (out / "field.md").read_text()
+    for name, rows in tables(md).items():
+        assert all(r[2] == "-" and r[3] == "-" and r[-4:] == ["1", "0", "0", "1"] for r in rows), (name, rows)
+        assert f"- {name}: no scheduler finished (3 runs cut short: raise the spec's max_events or max_time)." in md
 
 
 def test_field_bad_input(tmp_path, needs_binary):

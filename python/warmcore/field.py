@@ -69,10 +69,15 @@ def _measure(name: str, v: float) -> str:
 
 def summarize(df: pl.DataFrame) -> pl.DataFrame:
     """One row per machine, workload and scheduler: the median of each figure
-    over the seeds that finished, with the counts of runs, failures and
-    ejections."""
+    over the seeds that finished, with the counts of runs, failures,
+    ejections and runs cut short. A run cut short (stopped at the study's
+    limit of events or simulated time: the report's `partial`) did not
+    finish its workload: its completion time is when it was stopped, so it
+    is counted, never ranked."""
     figures = [c for c, _, _ in FIGURES if c in df.columns]
-    ok = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False)
+    if "partial" not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("partial"))
+    ok = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False) & pl.col("partial").is_null()
     return (
         df.group_by(["machine", "workload", "policy"], maintain_order=True)
         .agg(
@@ -83,6 +88,9 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
             pl.len().alias("runs"),
             pl.col("error").is_not_null().sum().alias("failed"),
             pl.col("ejected").fill_null(False).sum().alias("ejected"),
+            (pl.col("partial").is_not_null() & pl.col("error").is_null() & ~pl.col("ejected").fill_null(False))
+            .sum()
+            .alias("cut"),
         )
     )
 
@@ -134,7 +142,8 @@ def versus(best: dict, other: dict) -> str:
 def report(summary: pl.DataFrame, baseline: str) -> str:
     lines = ["# The field table", ""]
     lines.append(
-        "Each row is the median over the seeds that finished; a failed or ejected run is counted, not averaged. "
+        "Each row is the median over the seeds that finished; a failed or ejected run, or one cut short at the "
+        "study's limit of events or simulated time (`max_events`, `max_time`), is counted, not averaged. "
         "Rank 1 is best by the workload's own measure. Frequency inversions: Fewer Cores, More Hertz, section 2; "
         "underload: Nest, section 5.2."
     )
@@ -145,22 +154,24 @@ def report(summary: pl.DataFrame, baseline: str) -> str:
         name = rows[0]["metric_name"] or "measure"
         better = rows[0]["metric_better"] or "lower"
         lines += ["", f"## {workload} on {machine}", ""]
-        head = ["rank", "scheduler", f"{name} ({better} is better)", "vs best"] + [h for c, h, _ in FIGURES if c in part.columns] + ["runs", "failed", "ejected"]
+        head = ["rank", "scheduler", f"{name} ({better} is better)", "vs best"] + [h for c, h, _ in FIGURES if c in part.columns] + ["runs", "failed", "ejected", "cut short"]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         best = rows[0]
         for i, r in enumerate(rows, 1):
             measure = "-" if r["measure"] is None else _measure(name, r["measure"])
-            if r is best:
-                vs = "best"
-            elif r["measure"] is None or best["measure"] is None:
+            if r["measure"] is None or best["measure"] is None:
                 vs = "-"
+            elif r is best:
+                vs = "best"
             else:
                 vs = f"{-gain_pct(best, r):+.1f} %"
             figs = ["-" if r.get(c) is None or (isinstance(r[c], float) and math.isnan(r[c])) else f(r[c]) for c, _, f in FIGURES if c in part.columns]
-            lines.append("| " + " | ".join([str(i), r["policy"], measure, vs] + figs + [str(r["runs"]), str(r["failed"]), str(r["ejected"])]) + " |")
+            lines.append("| " + " | ".join([str(i), r["policy"], measure, vs] + figs + [str(r["runs"]), str(r["failed"]), str(r["ejected"]), str(r["cut"])]) + " |")
         if best["measure"] is None:
-            wins.append(f"- {workload} on {machine}: no scheduler finished.")
+            cut = sum(r["cut"] for r in rows)
+            wins.append(f"- {workload} on {machine}: no scheduler finished"
+                        + (f" ({cut} runs cut short: raise the spec's max_events or max_time)." if cut else "."))
             continue
         text = f"- **{workload} on {machine}: {best['policy']}**"
         if len(rows) > 1 and rows[1]["measure"] is not None:
