@@ -95,6 +95,7 @@ def test_field_counts_a_run_cut_short_and_never_ranks_it(tmp_path, needs_binary)
     out = tmp_path / "out"
     r = field("--spec", spec, "--out", out, "--jobs", 2)
     assert r.returncode == 0, r.stderr
+    assert "6 runs stopped at the spec's limit before their workload finished" in r.stderr, r.stderr
     df = pl.read_parquet(out / "results.parquet")
     assert df["partial"].is_not_null().all(), df["partial"].to_list()
     md = (out / "field.md").read_text()

@@ -112,6 +112,13 @@ pub fn run_plan(plan: &Plan, out: &Path, engine: &Engine, retry_failed: bool, fo
     for e in &s.errors {
         eprintln!("sweep: failed: {e}");
     }
+    if s.cut > 0 {
+        eprintln!(
+            "sweep: {} runs stopped at the spec's limit before their workload finished (their `partial`): \
+             their figures are where they stopped; raise max_events or max_time",
+            s.cut
+        );
+    }
     println!(
         "{} runs: {} ran now, {} done before, {} failed, {:.1} s; results in {}",
         s.total,

@@ -28,6 +28,9 @@ pub struct Summary {
     /// Finished by this start.
     pub ran: usize,
     pub failed: usize,
+    /// Stopped at the spec's limit of events or simulated time before their
+    /// workload finished (the report's `partial`, not an ejection).
+    pub cut: usize,
     pub interrupted: bool,
     pub wall_s: f64,
     /// Mean of each metric by policy, over the plan's finished rows.
@@ -161,10 +164,13 @@ pub fn sweep(
 fn summarize(plan: &Plan, keys: &[String], store: &Store, resumed: usize, ran: usize, interrupted: bool, wall_s: f64) -> Summary {
     let mut by_policy: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     let mut errors = Vec::new();
-    let mut failed = 0;
+    let (mut failed, mut cut) = (0, 0);
     for (r, k) in plan.runs.iter().zip(keys) {
         if let Some(rec) = store.done.get(k) {
             by_policy.entry(r.policy.as_str()).or_default().push(rec);
+            if rec.report.as_ref().is_some_and(|x| x["partial"].is_string() && x["ejected"] != true) {
+                cut += 1;
+            }
             if let Some(e) = &rec.error {
                 failed += 1;
                 if errors.len() < 5 {
@@ -187,5 +193,5 @@ fn summarize(plan: &Plan, keys: &[String], store: &Store, resumed: usize, ran: u
             (p.to_string(), recs.len(), means)
         })
         .collect();
-    Summary { total: plan.runs.len(), resumed, ran, failed, interrupted, wall_s, table, errors }
+    Summary { total: plan.runs.len(), resumed, ran, failed, cut, interrupted, wall_s, table, errors }
 }
