@@ -15,6 +15,7 @@ boots whose checks run: names (main,topo), or every boot but those named
 with a leading - (-main); make test runs the main boot and the others in
 two lanes that way (scripts/test-phases.sh)."""
 
+import contextlib
 import functools
 import json
 import os
@@ -230,6 +231,22 @@ def wide_vm(request):
     return boot("wide", request.config)
 
 
+def build_peers(config):
+    """The scx project's loaders into the cache before the boot that runs
+    them (`warmcore vm peers`: 10 to 40 minutes on 2 cores the first time,
+    nothing after), with cargo's progress where the tests' output goes
+    rather than in the boot's kept stderr. A loader that does not build
+    fails the peers' checks, the boot saying which."""
+    if os.environ.get("WARMCORE_VM_OUTPUT") or not BIN.exists():
+        return  # a kept output is checked, or boot() fails on the binary
+    tr, cm = config.pluginmanager.get_plugin("terminalreporter"), config.pluginmanager.get_plugin("capturemanager")
+    with cm.global_and_fixture_disabled() if cm else contextlib.nullcontext():
+        rc = subprocess.run([str(BIN), "vm", "peers"], stdin=subprocess.DEVNULL).returncode
+        if rc != 0 and tr:
+            tr.write_line("test-vm: the peers' loaders did not all build (above): their checks fail below")
+
+
 @pytest.fixture(scope="session")
 def peers_vm(request):
+    build_peers(request.config)
     return boot("peers", request.config)
