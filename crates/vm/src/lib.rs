@@ -209,6 +209,7 @@ ulimit -l unlimited
 export PATH=/bin:/sbin
 cd /tmp
 exec 3>/dev/ttyS1
+echo WCVM-START >&3
 /bin/sh /cmd >&3 2>&3
 echo "WCVM-EXIT $?" >&3
 poweroff -f
@@ -292,10 +293,33 @@ pub fn boot(r: &Options) -> Result<i32> {
     let dir = std::env::temp_dir().join(format!("warmcore-vm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let res = boot_in(r, &qemu, &kernel, &warmcore, &bins, &dir);
+    let mut res = boot_in(r, &qemu, &kernel, &warmcore, &bins, &dir);
+    if let Some(e) = res.as_ref().err().and_then(|e| e.downcast_ref::<NotStarted>()) {
+        eprintln!("warmcore vm: {e}: booting once more");
+        res = boot_in(r, &qemu, &kernel, &warmcore, &bins, &dir);
+    }
     let _ = std::fs::remove_dir_all(&dir);
     res
 }
+
+/// How long the guest's kernel may take to reach its init. An emulated
+/// boot of 72 vCPUs reaches it in well under a minute, and under a
+/// minute or two on a loaded host; now and then one never does (the
+/// kernel's console silent, the emulator busy), and the command would
+/// otherwise wait out its whole --timeout for nothing.
+const BOOT_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The guest's kernel did not reach its init within the boot deadline.
+#[derive(Debug)]
+struct NotStarted(Duration);
+
+impl std::fmt::Display for NotStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "the guest's kernel did not reach its init within {} s (an emulated boot hangs now and then)", self.0.as_secs())
+    }
+}
+
+impl std::error::Error for NotStarted {}
 
 fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[PathBuf], dir: &Path) -> Result<i32> {
     let initrd = initramfs(dir, kernel, warmcore, bins, &r.command)?;
@@ -352,27 +376,36 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
     }
     .spawn()
     .context("starting qemu-system-x86_64")?;
-    let deadline = Instant::now() + r.timeout;
+    let t0 = Instant::now();
+    let deadline = t0 + r.timeout;
+    let boot_deadline = t0 + BOOT_DEADLINE.min(r.timeout);
+    let mut started = false;
     let mut shown = 0usize;
     let mut stdout = std::io::stdout();
     let mut timed_out = false;
     let status = loop {
-        // Stream the command's output as it comes.
+        // Stream the command's output as it comes, whole lines only (the
+        // emulated serial port writes a line a few bytes at a time).
         if let Ok(b) = std::fs::read(&output) {
-            if b.len() > shown {
-                let chunk = &b[shown..];
-                let text = String::from_utf8_lossy(chunk);
+            started |= b.starts_with(b"WCVM-START");
+            if let Some(end) = b[shown.min(b.len())..].iter().rposition(|&c| c == b'\n').map(|i| shown + i + 1) {
+                let text = String::from_utf8_lossy(&b[shown..end]);
                 for line in text.split_inclusive('\n') {
-                    if !line.starts_with("WCVM-EXIT ") {
+                    if !line.starts_with("WCVM-") {
                         let _ = stdout.write_all(line.replace('\r', "").as_bytes());
                     }
                 }
                 let _ = stdout.flush();
-                shown = b.len();
+                shown = end;
             }
         }
         if let Some(st) = child.try_wait()? {
             break Some(st);
+        }
+        if !started && Instant::now() >= boot_deadline && Instant::now() < deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(NotStarted(BOOT_DEADLINE.min(r.timeout)).into());
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
@@ -386,7 +419,7 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
     let out = String::from_utf8_lossy(&out);
     if shown < out.len() {
         for line in out[shown.min(out.len())..].split_inclusive('\n') {
-            if !line.starts_with("WCVM-EXIT ") {
+            if !line.starts_with("WCVM-") {
                 print!("{}", line.replace('\r', ""));
             }
         }
