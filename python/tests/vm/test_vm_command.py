@@ -37,12 +37,14 @@ def wait_until(what, deadline_s):
     return got
 
 
-def test_the_emulator_ends_with_warmcore_vm_however_it_ends(main_vm):
+def test_the_emulator_ends_with_warmcore_vm_however_it_ends(main_vm, tmp_path):
     # After the main boot (main_vm), so that the two emulators never share a
     # CPU. SIGKILL, which no handler sees: an orphaned QEMU would run its
-    # guest's command to the end on a CPU that what runs next needs.
+    # guest's command to the end on a CPU that what runs next needs. The
+    # files of the boot it leaves go with the test's own (TMPDIR).
     vm = subprocess.Popen([str(BIN), "vm", "--cpus", "1", "--timeout", "600", "--", "sleep", "600"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         qemu = wait_until(lambda: emulators(vm.pid), 300)
         assert qemu, "warmcore vm started no emulator within 300 s"
