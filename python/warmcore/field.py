@@ -77,7 +77,8 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
     figures = [c for c, _, _ in FIGURES if c in df.columns]
     if "partial" not in df.columns:
         df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("partial"))
-    ok = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False) & pl.col("partial").is_null()
+    ran = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False)
+    ok = ran & pl.col("partial").is_null()
     return (
         df.group_by(["machine", "workload", "policy"], maintain_order=True)
         .agg(
@@ -88,9 +89,7 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
             pl.len().alias("runs"),
             pl.col("error").is_not_null().sum().alias("failed"),
             pl.col("ejected").fill_null(False).sum().alias("ejected"),
-            (pl.col("partial").is_not_null() & pl.col("error").is_null() & ~pl.col("ejected").fill_null(False))
-            .sum()
-            .alias("cut"),
+            (ran & pl.col("partial").is_not_null()).sum().alias("cut"),
         )
     )
 

@@ -378,7 +378,8 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
     .context("starting qemu-system-x86_64")?;
     let t0 = Instant::now();
     let deadline = t0 + r.timeout;
-    let boot_deadline = t0 + BOOT_DEADLINE.min(r.timeout);
+    let boot_limit = BOOT_DEADLINE.min(r.timeout);
+    let boot_deadline = t0 + boot_limit;
     let mut started = false;
     let mut shown = 0usize;
     let mut stdout = std::io::stdout();
@@ -405,7 +406,7 @@ fn boot_in(r: &Options, qemu: &Path, kernel: &Path, warmcore: &Path, bins: &[Pat
         if !started && Instant::now() >= boot_deadline && Instant::now() < deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(NotStarted(BOOT_DEADLINE.min(r.timeout)).into());
+            return Err(NotStarted(boot_limit).into());
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
