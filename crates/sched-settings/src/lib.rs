@@ -60,7 +60,9 @@ pub enum Policy {
     /// --warm-window-us), else any idle CPU. Frequency: while the warm set
     /// has at most --warm-perf-cpus CPUs, they ask for the highest
     /// performance (scx_bpf_cpuperf_set) until they leave it, a window
-    /// after their last run; a larger set and the other CPUs follow their
+    /// after their last run, and so does a CPU that ran a task woken by a
+    /// hand-off (a pipe's or socket's reader, SCX_WAKE_SYNC) in that
+    /// window; a larger set's other CPUs and the rest follow their
     /// utilisation, so the governor lowers what is not used. Idle: while
     /// the set has at most --warm-poll-cpus CPUs, they are held in the
     /// polling idle state (PM QoS resume latency, restored at exit).
@@ -242,6 +244,12 @@ pub struct Settings {
     /// waiting tasks, and is queued on its parent's CPU even behind others.
     #[arg(long)]
     pub warm_no_fork_balance: bool,
+    /// warm: a CPU that ran a task woken by a hand-off (a pipe's or a
+    /// socket's reader woken by its writer, SCX_WAKE_SYNC) within the window
+    /// does not ask for the highest performance when the set is larger
+    /// than --warm-perf-cpus (it follows its utilisation).
+    #[arg(long)]
+    pub warm_no_handoff: bool,
     /// warm: the largest warm set whose CPUs ask for the highest
     /// performance (0: never; they follow their utilisation).
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
@@ -486,6 +494,7 @@ impl Settings {
         set("warm_compact", 0, !self.warm_no_compact as u64);
         set("warm_die", 0, !self.warm_no_die as u64);
         set("warm_fork_balance", 0, !self.warm_no_fork_balance as u64);
+        set("warm_handoff", 0, !self.warm_no_handoff as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
         let held = self.warm(topo) == NestWarm::Pmqos;
         set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });

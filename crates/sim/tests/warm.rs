@@ -241,3 +241,68 @@ fn warm_sends_a_fork_to_the_least_loaded_cpu_when_none_is_idle() {
     assert!(deepest_off >= 100, "fork_balance=off: a queue of {deepest_off}");
     assert!(3 * fork_at < 2 * fork_off, "last fork at {fork_at} ns, {fork_off} ns with fork_balance=off");
 }
+
+/// `pairs` pairs of tasks that hand a token back and forth `rounds` times,
+/// each computing 20 us with it, after a first millisecond: through pipes (a writer wakes its reader
+/// with SCX_WAKE_SYNC), or through futexes (no hand-off flag).
+fn ping_pong(pairs: u32, rounds: u64, pipes: bool) -> Workload {
+    let mut w = Workload::new("ping-pong");
+    let mut main = vec![];
+    for _ in 0..pairs {
+        let (give, take): (Vec<Step>, Vec<Step>) = if pipes {
+            let (a, b) = (w.pipe(1), w.pipe(1));
+            (vec![Step::PipeWrite(a), Step::PipeRead(b)], vec![Step::PipeRead(a), Step::PipeWrite(b)])
+        } else {
+            let (a, b) = (w.futex(), w.futex());
+            (vec![Step::FutexWake(a, 1), Step::FutexWait(b)], vec![Step::FutexWait(a), Step::FutexWake(b, 1)])
+        };
+        let work = || Step::Compute(Amount::work_us(20.0, 0.0));
+        let first = w.add("ping", vec![work(), give[0].clone(), give[1].clone()]);
+        // The partner sleeps before it answers: each CPU is busy about a
+        // fifth of the time, which its utilisation follows.
+        let second = w.add("pong", vec![take[0].clone(), work(), Step::Sleep(Amount::fixed(6e4)), take[1].clone()]);
+        // The first round waits until its partner waits (a futex's wake-up
+        // with no waiter is lost).
+        let ping = w.add("pinger", vec![Step::Sleep(Amount::fixed(1e6)), Step::Repeat(first, rounds), Step::Exit]);
+        let pong = w.add("ponger", vec![Step::Repeat(second, rounds), Step::Exit]);
+        main.extend([Step::Fork(pong), Step::Fork(ping)]);
+    }
+    main.extend([Step::WaitAll, Step::Exit]);
+    let main = w.add("main", main);
+    w.initial.push((main, "main".into(), Some(0)));
+    w
+}
+
+/// The mean frequency (kHz) at the switch-ins of every task of `evs` after
+/// the first 20 ms.
+fn mean_switch_in_khz(evs: &[(u32, Event)]) -> f64 {
+    let pids: Vec<u32> = of(evs, ids::WAKEUP_NEW).iter().map(|(_, e)| e.pid).collect();
+    let f: Vec<u32> = pids.iter().flat_map(|&p| common::freq_at_switch_in(evs, p, 20_000_000)).collect();
+    assert!(f.len() > 1000, "{} switch-ins", f.len());
+    f.iter().map(|&k| k as f64).sum::<f64>() / f.len() as f64
+}
+
+#[test]
+fn warm_cpus_that_run_a_hand_off_ask_for_the_top_in_a_large_set() {
+    for &name in MACHINES {
+        let m = common::quiet(name);
+        // Eight pairs: a set of more than perf_cpus (4) CPUs, each busy
+        // about half the time.
+        let run = |policy: &str, pipes: bool| {
+            let (out, evs) = simulate(&m, Governor::Schedutil, policy, ping_pong(8, 2000, pipes));
+            assert!(stat(&out, "warm_joined") > 4, "{name}: {policy}: {}", out.policy_stats);
+            (mean_switch_in_khz(&evs), evs)
+        };
+        let (on, _) = run("scx:warm", true);
+        let (off, _) = run("scx:warm:handoff=off", true);
+        // At least the turbo of 16 active cores a socket (the 16 tasks'
+        // most), where their utilisation alone asks for less.
+        let top = m.turbo_by_active[16.min(m.turbo_by_active.len() - 1)] as f64;
+        assert!(on >= 0.95 * top, "{name}: at switch-in {on:.0} kHz, the top is {top}");
+        assert!(off < 0.9 * on, "{name}: at switch-in {on:.0} kHz, {off:.0} kHz with handoff=off");
+        // A futex's wake-up is no hand-off: the same run either way.
+        let (_, futex_on) = run("scx:warm", false);
+        let (_, futex_off) = run("scx:warm:handoff=off", false);
+        assert!(futex_on == futex_off, "{name}: the futex run differs with handoff=off");
+    }
+}

@@ -111,16 +111,16 @@ static void perf_update(s32 cpu, struct cpu_ctx *c, struct task_ctx *tctx, bool 
 }
 
 static bool primary_has(s32 cpu);
-static bool warm_keeps(s32 cpu);
+static bool warm_keeps(s32 cpu, struct cpu_ctx *c);
 
 /* The CPUs kept at the top: Nest's primary nest, warm's warm set. */
-static __always_inline bool perf_keep(s32 cpu)
+static __always_inline bool perf_keep(s32 cpu, struct cpu_ctx *c)
 {
 	switch (policy) {
 	case WC_POLICY_NEST:
 		return primary_has(cpu);
 	case WC_POLICY_WARM:
-		return warm_keeps(cpu);
+		return warm_keeps(cpu, c);
 	default:
 		return false;
 	}
@@ -135,14 +135,14 @@ static void perf_placed(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
 		return;
 	if (!tctx)
 		tctx = task_ctx(p);
-	perf_update(cpu, c, tctx, false, perf_keep(cpu));
+	perf_update(cpu, c, tctx, false, perf_keep(cpu, c));
 }
 
 /* @p starts a run on @cpu, which was idle, as @p was not running, until now. */
 static void perf_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 {
 	if (freq_steer && c) {
-		perf_update(cpu, c, task_ctx(p), false, perf_keep(cpu));
+		perf_update(cpu, c, task_ctx(p), false, perf_keep(cpu, c));
 		c->busy = 1;
 	}
 }
@@ -166,7 +166,7 @@ static void perf_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, boo
 	if (!runnable) {
 		if (tctx)
 			tctx->woke = 1;
-		perf_update(cpu, c, NULL, false, perf_keep(cpu));
+		perf_update(cpu, c, NULL, false, perf_keep(cpu, c));
 	}
 }
 
@@ -174,5 +174,5 @@ static void perf_stopping(struct task_struct *p, s32 cpu, struct cpu_ctx *c, boo
 static void perf_tick(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 {
 	if (freq_steer && c)
-		perf_update(cpu, c, task_ctx(p), true, perf_keep(cpu));
+		perf_update(cpu, c, task_ctx(p), true, perf_keep(cpu, c));
 }

@@ -126,6 +126,7 @@ struct cpu_ctx {
 	u8 compact_tried;	/* nest: someone tried this compactable core */
 	u8 busy;		/* a task runs here (freq_steer) */
 	u8 warm_busy;		/* warm: a task runs here (warm whatever last_used says) */
+	u64 handoff_last;	/* warm: when a hand-off's task last started here */
 	u64 util;		/* freq_steer: busy-time average, WC_UTIL_FULL scale */
 	u64 util_t;		/* freq_steer: time util is brought to */
 	u32 perf_sample;	/* smove: scx_bpf_cpuperf_cur at the last tick */
@@ -164,6 +165,7 @@ struct task_ctx {
 	u8 smove_pending;	/* smove: armed and not yet run (stale-flag cancel) */
 	u8 is_warmer;
 	u8 woke;		/* freq_steer: new, or slept since it last ran */
+	u8 handoff;		/* warm: its last wake-up was a hand-off (SCX_WAKE_SYNC) */
 	s32 warmer_cpu;
 	u64 util;		/* freq_steer: running-time average, WC_UTIL_FULL scale */
 	u64 util_t;

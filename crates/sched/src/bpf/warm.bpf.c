@@ -34,6 +34,12 @@
  * loader, out of deep idle through its PM QoS resume latency (pmqos_hold,
  * as Nest's primary nest, section 3.2): the next link of a chain finds it
  * in C0 at its frequency instead of leaving a deep idle state first.
+ * A larger set is a parallel load whose cores follow their utilisation,
+ * except where a hand-off ran within the window (warm_handoff): a task
+ * woken by one that blocks at once (SCX_WAKE_SYNC: a pipe's or a socket's
+ * reader woken by its writer) is the next link of a chain however busy the
+ * machine is, and a CPU half busy with such links runs them at the speed
+ * its utilisation asks for, which is half the chain's.
  */
 
 const volatile u64 warm_window_ns = 4000000ULL;	/* how long a core stays warm */
@@ -45,6 +51,9 @@ const volatile bool warm_die = true;		/* step 3, the die before the others */
 const volatile bool warm_fork_balance = true;	/* steps 2 and 5, a fork to the least loaded CPU */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
+/* A CPU where a hand-off's task ran within the window asks for the top,
+ * whatever the set's size. */
+const volatile bool warm_handoff = true;
 /* The loader holds the warm set in polling while it has at most this many
  * CPUs (0: it does not hold it). */
 const volatile u32 warm_poll_cpus = 0;
@@ -246,11 +255,13 @@ static __always_inline bool warm_take(struct task_struct *p, s32 cpu, u64 now)
 static s32 select_warm(struct task_struct *p, s32 prev, u64 wake_flags, bool *direct)
 {
 	struct task_struct *cur;
-	struct task_ctx *ptctx = NULL;
+	struct task_ctx *ptctx = NULL, *tctx;
 	s32 cpu, start = prev;
 	u64 now = now_ns();
 	bool idle = false;
 
+	if (warm_handoff && (tctx = task_ctx(p)))
+		tctx->handoff = !!(wake_flags & SCX_WAKE_SYNC);
 	if (wake_flags & SCX_WAKE_FORK) {
 		start = bpf_get_smp_processor_id();	/* the parent's core */
 		cur = bpf_get_current_task_btf();
@@ -329,20 +340,35 @@ static void warm_sweep(u64 now)
  * and the next link finds its core fast. A larger set is a parallel load:
  * its cores are busy and follow their utilisation, as Nest's primary nest
  * at the top does not (its busy cores stay there, and their energy with
- * them).
+ * them); but a core that ran a hand-off's task within the window runs a
+ * chain's links (hackbench's senders and receivers), which a slow core
+ * delays all along the chain: it stays at the top. Independent workers
+ * woken by a futex or a timer (schbench, OpenMP barriers, the storm) do not
+ * count: the top would cost them energy and gain them little.
  */
-static bool warm_keeps(s32 cpu)
+static bool warm_keeps(s32 cpu, struct cpu_ctx *c)
 {
-	return nr_warm <= warm_perf_cpus && warm_has(cpu);
+	if (nr_warm <= warm_perf_cpus && warm_has(cpu))
+		return true;
+	return warm_handoff && c->handoff_last &&
+	       !time_after(now_ns(), c->handoff_last + warm_window_ns);
 }
 
-/* A run starts: the core joins the warm set before its target is set, so
- * that a core that joins a small set asks for the top at once. */
+/* A run starts: the core joins the warm set, and notes a hand-off's task,
+ * before its target is set, so that a core that joins a small set, or runs
+ * a hand-off, asks for the top at once. */
 static void warm_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 {
+	struct task_ctx *tctx;
+
 	base_running(p, c);
-	if (c)
+	if (c) {
 		warm_join(cpu, c, now_ns());
+		if (warm_handoff && (tctx = task_ctx(p)) && tctx->handoff) {
+			tctx->handoff = 0;
+			c->handoff_last = now_ns();
+		}
+	}
 	perf_running(p, cpu, c);
 }
 
