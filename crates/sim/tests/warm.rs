@@ -243,8 +243,9 @@ fn warm_sends_a_fork_to_the_least_loaded_cpu_when_none_is_idle() {
 }
 
 /// `pairs` pairs of tasks that hand a token back and forth `rounds` times,
-/// each computing 20 us with it, after a first millisecond: through pipes (a writer wakes its reader
-/// with SCX_WAKE_SYNC), or through futexes (no hand-off flag).
+/// each computing 20 us with it, after a first millisecond: through pipes
+/// (a writer wakes its reader with SCX_WAKE_SYNC), or through futexes (no
+/// hand-off flag).
 fn ping_pong(pairs: u32, rounds: u64, pipes: bool) -> Workload {
     let mut w = Workload::new("ping-pong");
     let mut main = vec![];
@@ -286,8 +287,8 @@ fn mean_switch_in_khz(evs: &[(u32, Event)]) -> f64 {
 fn warm_cpus_that_run_a_hand_off_ask_for_the_top_in_a_large_set() {
     for &name in MACHINES {
         let m = common::quiet(name);
-        // Eight pairs: a set of more than perf_cpus (4) CPUs, each busy
-        // about half the time.
+        // Eight pairs: a set of more than perf_cpus (4) CPUs, each busy a
+        // fifth to a half of the time.
         let run = |policy: &str, pipes: bool| {
             let (out, evs) = simulate(&m, Governor::Schedutil, policy, ping_pong(8, 2000, pipes));
             assert!(stat(&out, "warm_joined") > 4, "{name}: {policy}: {}", out.policy_stats);
