@@ -250,6 +250,10 @@ pub struct Settings {
     /// than --warm-perf-cpus (it follows its utilisation).
     #[arg(long)]
     pub warm_no_handoff: bool,
+    /// warm: a new task starts at the clock of virtual time, not a slice
+    /// behind it.
+    #[arg(long)]
+    pub warm_no_fork_debit: bool,
     /// warm: the largest warm set whose CPUs ask for the highest
     /// performance (0: never; they follow their utilisation).
     #[arg(long, default_value_t = 4, value_parser = warmcore_args::count::<u32>(0, MAX_CPUS as u64))]
@@ -495,6 +499,7 @@ impl Settings {
         set("warm_die", 0, !self.warm_no_die as u64);
         set("warm_fork_balance", 0, !self.warm_no_fork_balance as u64);
         set("warm_handoff", 0, !self.warm_no_handoff as u64);
+        set("warm_fork_debit", 0, !self.warm_no_fork_debit as u64);
         set("warm_perf_cpus", 0, self.warm_perf_cpus as u64);
         let held = self.warm(topo) == NestWarm::Pmqos;
         set("warm_poll_cpus", 0, if held { self.warm_poll_cpus as u64 } else { 0 });

@@ -556,6 +556,8 @@ void BPF_STRUCT_OPS(wc_update_idle, s32 cpu, bool idle)
 void BPF_STRUCT_OPS(wc_enable, struct task_struct *p)
 {
 	p->scx.dsq_vtime = vtime_now;
+	if (policy == WC_POLICY_WARM && warm_fork_debit)
+		p->scx.dsq_vtime += slice_max_ns;
 }
 
 s32 BPF_STRUCT_OPS(wc_init_task, struct task_struct *p, struct scx_init_task_args *args)

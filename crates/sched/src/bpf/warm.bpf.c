@@ -51,6 +51,8 @@ const volatile bool warm_die = true;		/* step 3, the die before the others */
 const volatile bool warm_fork_balance = true;	/* steps 2 and 5, a fork to the least loaded CPU */
 /* The warm set's CPUs ask for the top while it has at most this many. */
 const volatile u32 warm_perf_cpus = 4;
+/* A new task starts a slice behind the clock of virtual time. */
+const volatile bool warm_fork_debit = true;
 /* A CPU where a hand-off's task ran within the window asks for the top,
  * whatever the set's size. */
 const volatile bool warm_handoff = true;
