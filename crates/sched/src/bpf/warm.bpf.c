@@ -362,13 +362,14 @@ static bool warm_keeps(s32 cpu, struct cpu_ctx *c)
 static void warm_running(struct task_struct *p, s32 cpu, struct cpu_ctx *c)
 {
 	struct task_ctx *tctx;
+	u64 now = now_ns();
 
 	base_running(p, c);
 	if (c) {
-		warm_join(cpu, c, now_ns());
+		warm_join(cpu, c, now);
 		if (warm_handoff && (tctx = task_ctx(p)) && tctx->handoff) {
 			tctx->handoff = 0;
-			c->handoff_last = now_ns();
+			c->handoff_last = now;
 		}
 	}
 	perf_running(p, cpu, c);
