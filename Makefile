@@ -93,6 +93,7 @@ bench: build
 	@scripts/bench-sweep.sh
 	@scripts/bench-sched.sh
 	@scripts/bench-hunt.sh
+	@scripts/bench-warm.sh
 
 clean:
 	$(CARGO) clean

@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from warmcore import output  # noqa: E402
+from warmcore import goals, output  # noqa: E402
 from warmcore.sweep_plot import load, save_panels  # noqa: E402
 
 # The figures of the table: column of results.parquet, heading, and how to
@@ -68,7 +68,7 @@ def _measure(name: str, v: float) -> str:
 
 
 def summarize(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per machine, workload and scheduler: the median of each figure
+    """One row per machine, governor, workload and scheduler: the median of each figure
     over the seeds that finished, with the counts of runs, failures,
     ejections and runs cut short. A run cut short (stopped at the study's
     limit of events or simulated time: the report's `partial`) did not
@@ -80,7 +80,7 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
     ran = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False)
     ok = ran & pl.col("partial").is_null()
     return (
-        df.group_by(["machine", "workload", "policy"], maintain_order=True)
+        df.group_by(["machine", "governor", "workload", "policy"], maintain_order=True)
         .agg(
             pl.col("metric_name").drop_nulls().first(),
             pl.col("metric_better").drop_nulls().first(),
@@ -147,11 +147,14 @@ def report(summary: pl.DataFrame, baseline: str) -> str:
         "underload: Nest, section 5.2."
     )
     wins = []
-    groups = summary.partition_by(["machine", "workload"], as_dict=True, maintain_order=True)
-    for (machine, workload), part in groups.items():
+    groups = summary.partition_by(["machine", "governor", "workload"], as_dict=True, maintain_order=True)
+    several = summary["governor"].n_unique() > 1
+    for (machine, governor, workload), part in groups.items():
         rows = ranked(part)
         name = rows[0]["metric_name"] or "measure"
         better = rows[0]["metric_better"] or "lower"
+        # A study of one governor keeps the plain heading; of several, each table names its own.
+        machine = f"{machine}, {governor}" if several else machine
         lines += ["", f"## {workload} on {machine}", ""]
         head = ["rank", "scheduler", f"{name} ({better} is better)", "vs best"] + [h for c, h, _ in FIGURES if c in part.columns] + ["runs", "failed", "ejected", "cut short"]
         lines.append("| " + " | ".join(head) + " |")
@@ -187,12 +190,13 @@ def report(summary: pl.DataFrame, baseline: str) -> str:
 def draw(summary: pl.DataFrame, out: pathlib.Path) -> int:
     """Each scheduler's measure relative to the winner's (1 = the winner),
     one panel per machine and workload, best at the top."""
-    groups = summary.partition_by(["machine", "workload"], as_dict=True, maintain_order=True)
+    groups = summary.partition_by(["machine", "governor", "workload"], as_dict=True, maintain_order=True)
+    several = summary["governor"].n_unique() > 1
     n = len(groups)
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
     fig, axs = plt.subplots(rows, cols, figsize=(5.5 * cols, 0.35 * summary["policy"].n_unique() * rows + 1.5 * rows), squeeze=False)
-    for k, ((machine, workload), part) in enumerate(groups.items()):
+    for k, ((machine, governor, workload), part) in enumerate(groups.items()):
         ax = axs[k // cols][k % cols]
         rs = [r for r in ranked(part) if r["measure"] is not None]
         if not rs:
@@ -213,7 +217,7 @@ def draw(summary: pl.DataFrame, out: pathlib.Path) -> int:
             ax.set_xscale("log")
         scale = ", log scale" if wide else ""
         ax.set_xlabel(f"{rs[0]['metric_name']} relative to the winner (1 = best{scale})", fontsize="small")
-        ax.set_title(f"{workload}\n{machine}", fontsize="small")
+        ax.set_title(f"{workload}\n{machine}" + (f", {governor}" if several else ""), fontsize="small")
     return save_panels(fig, axs, n, out)
 
 
@@ -221,6 +225,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="warmcore field", description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=pathlib.Path, help="the --out directory of warmcore field or warmcore sweep")
     ap.add_argument("--baseline", default="eevdf", help="the scheduler every winner is also compared with (default eevdf, the fair class of today)")
+    ap.add_argument("--goals", metavar="POLICY", help="also write DIR/goals.md: POLICY's goals against the others and the baseline (docs/warm.md, Goals)")
+    ap.add_argument("--sensitive", default=goals.SENSITIVE, metavar="W,...", help=f"the frequency-sensitive workloads of --goals, as the study names them (default {goals.SENSITIVE})")
     a = ap.parse_args(argv)
     df, _ = load(a.dir)
     if df.height == 0:
@@ -235,6 +241,14 @@ def main(argv=None):
     png = a.dir / "field.png"
     n = draw(summary, png)
     print(f"{md}\n{png} ({n} panel{'s' if n != 1 else ''})")
+    if a.goals:
+        sensitive = [w for w in a.sensitive.split(",") if w]
+        keys, judged = goals.judge_all(df, a.goals, a.baseline, sensitive)
+        path = a.dir / "goals.md"
+        with output.replacing(path) as tmp:
+            pathlib.Path(tmp).write_text(goals.report(keys, judged, a.goals, a.baseline, sensitive))
+        goals.draw(judged, a.goals, a.dir / "goals.png")
+        print(f"{path}\n{a.dir / 'goals.png'}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,20 @@ pub struct FieldArgs {
     /// Start over on a directory that holds the results of another study.
     #[arg(long)]
     pub force: bool,
+    /// The scheduler every winner is also compared with, and the baseline
+    /// of --goals: the fair class of today by default.
+    #[arg(long, default_value = "eevdf")]
+    pub baseline: String,
+    /// Also judge one scheduler's goals (docs/warm.md, Goals) against the
+    /// best of the others and the baseline, on each machine, governor and
+    /// workload: DIR/goals.md and DIR/goals.png (--goals scx:warm).
+    #[arg(long, value_name = "POLICY")]
+    pub goals: Option<String>,
+    /// The frequency-sensitive workloads of --goals, as the study names
+    /// them (default: configure, perl-startup and kbuild's sequential
+    /// phases, kbuild:files=0).
+    #[arg(long, value_name = "W,...", requires = "goals")]
+    pub sensitive: Option<String>,
 }
 
 pub fn run(a: FieldArgs) -> Result<()> {
@@ -44,6 +58,25 @@ pub fn run(a: FieldArgs) -> Result<()> {
         None => Plan::parse("workloads/sweeps/field.toml (built in)", FIELD_SPEC, &a.set),
     }
     .map_err(warmcore_args::UsageError::new)?;
+    // Said before the study runs, not after its thousands of runs.
+    if let Some(p) = &a.goals {
+        if !plan.runs.iter().any(|r| &r.policy == p) {
+            let mut names: Vec<&str> = Vec::new();
+            for r in &plan.runs {
+                if !names.contains(&r.policy.as_str()) {
+                    names.push(&r.policy);
+                }
+            }
+            return Err(warmcore_args::UsageError::new(format!("--goals {p}: no such scheduler in the study; name one of its policies: {}", names.join(", "))).into());
+        }
+    }
     crate::sweep::run_plan(&plan, &a.out, &Engine::Local { jobs: a.jobs }, a.retry_failed, a.force, false)?;
-    crate::view::run_python("warmcore.field", vec![crate::view::path_arg(&a.out)])
+    let mut args = vec![crate::view::path_arg(&a.out), "--baseline".into(), a.baseline];
+    if let Some(p) = a.goals {
+        args.extend(["--goals".into(), p]);
+    }
+    if let Some(w) = a.sensitive {
+        args.extend(["--sensitive".into(), w]);
+    }
+    crate::view::run_python("warmcore.field", args)
 }
