@@ -138,3 +138,32 @@ fn ties_come_back_in_the_order_they_happened() {
     // The case the order matters for occurs in this run.
     assert!(lower_cpu_first > 0, "{same_instant} same-instant runs, none on a lower CPU than the waker's");
 }
+
+/// The analysis runs on a thread of its own and takes the engine's events
+/// in batches: over a run of many batches, more than the engine may send
+/// ahead of it, every figure of the report is still the analysis of the
+/// run's own trace, event for event.
+#[test]
+fn the_report_is_the_analysis_of_its_trace_over_many_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("storm.wct");
+    let storm = "periodic:tasks=1000,run_us=100,sleep_us=100,duration_ms=40";
+    let mut cfg = RunConfig::new("xeon-e7-8870v4", storm, "cfs", "schedutil", 1);
+    cfg.trace = Some(path.clone());
+    let r = serde_json::to_value(run(&cfg).unwrap()).unwrap();
+    let s = serde_json::to_value(analyze(&Trace::open(&path).unwrap()).unwrap()).unwrap();
+    assert!(s["events"].as_u64().unwrap() > 200_000, "{} events: too few batches to show it", s["events"]);
+    for key in [
+        "migrations",
+        "cpus_used",
+        "underload_per_s",
+        "overload_per_s",
+        "wakeup_latency_ns",
+        "inversions",
+        "freq_residency",
+        "work_conservation_violation_ns",
+    ] {
+        assert!(!s[key].is_null(), "{key}");
+        assert_eq!(r[key], s[key], "{key}");
+    }
+}
