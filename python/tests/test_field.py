@@ -187,6 +187,8 @@ def test_field_goals_judges_one_scheduler_per_machine_governor_and_workload(tmp_
     assert "## configure:checks=60 on default, schedutil" in md and "## configure:checks=60 on default, performance" in md
     rows = goal_rows((out / "goals.md").read_text())
     assert len(rows) == 2 * 2
+    met = sum(c["best"] == "met" for c in rows.values())
+    assert f"nest's goals met: best {met}/4, baseline " in r.stdout, r.stdout
     means = df.group_by(["governor", "workload", "policy"]).agg(
         pl.col("metric.value").mean().alias("m"), (pl.col("metric.value").max() - pl.col("metric.value").min()).alias("spread"),
         pl.col("inversions.count").mean().alias("inv"), pl.col("energy_j").mean().alias("e"), (pl.col("energy_j").max() - pl.col("energy_j").min()).alias("espread"))

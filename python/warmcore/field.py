@@ -248,7 +248,7 @@ def main(argv=None):
         with output.replacing(path) as tmp:
             pathlib.Path(tmp).write_text(goals.report(keys, judged, a.goals, a.baseline, sensitive))
         goals.draw(judged, a.goals, a.dir / "goals.png")
-        print(f"{path}\n{a.dir / 'goals.png'}")
+        print(f"{path}\n{a.dir / 'goals.png'}\n{goals.summary_line(judged, a.goals)}")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,16 @@ def judge(rows: list[dict], policy: str, baseline: str, sensitive: bool) -> dict
     return out
 
 
+def summary_line(judged: list[tuple[dict, dict]], policy: str) -> str:
+    """One line: each goal's count met of those judged."""
+    parts = []
+    for name in GOALS:
+        vals = [j["goals"][name] for _, j in judged if name in j["goals"]]
+        if vals:
+            parts.append(f"{name} {sum(vals)}/{len(vals)}")
+    return f"{policy}'s goals met: " + ", ".join(parts)
+
+
 def _pct(v: float) -> str:
     return f"{v:+.1f} %" if v == v and abs(v) != float("inf") else "-"
 
