@@ -75,14 +75,15 @@ def judge(rows: list[dict], policy: str, baseline: str, sensitive: bool) -> dict
     higher = me["metric_better"] == "higher"
     best = max(others, key=lambda r: r["metric.value"] if higher else -r["metric.value"])
     base = next((r for r in others if r["policy"] == baseline), None)
-    out = {"me": me, "best": best, "base": base, "sensitive": sensitive, "goals": {}}
+    out = {"me": me, "best": best, "base": base, "goals": {}}
     g = out["goals"]
     g["best"] = better_or_tied(me, best, "metric.value", higher, 2.0)
     if base is not None:
         g["baseline"] = better_or_tied(me, base, "metric.value", higher, 2.0)
     if sensitive:
         fast = better_or_tied(me, best, "metric.value", higher)
-        fewer = "inversions.count" not in me or me["inversions.count"] <= best["inversions.count"]
+        mine, theirs = me.get("inversions.count"), best.get("inversions.count")
+        fewer = mine is None or theirs is None or mine <= theirs
         g["sensitive"] = fast and fewer
     if base is not None and me.get("energy_j") is not None and base.get("energy_j") is not None:
         if sensitive:
