@@ -181,7 +181,7 @@ def report(keys: list[str], judged: list[tuple[dict, dict]], policy: str, baseli
         for name in GOALS:
             vals = [j["goals"][name] for k, j in judged if k["workload"] == w and name in j["goals"]]
             cells.append(f"{sum(vals)} / {len(vals)}" if vals else "-")
-        lines.append(f"| {w} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_label(w)} | " + " | ".join(cells) + " |")
     from warmcore.field import _measure  # field imports this module
 
     lines += ["", "## Each machine, governor and workload", ""]
