@@ -226,7 +226,7 @@ def main(argv=None):
     ap.add_argument("dir", type=pathlib.Path, help="the --out directory of warmcore field or warmcore sweep")
     ap.add_argument("--baseline", default="eevdf", help="the scheduler every winner is also compared with (default eevdf, the fair class of today)")
     ap.add_argument("--goals", metavar="POLICY", help="also write DIR/goals.md: POLICY's goals against the others and the baseline (docs/warm.md, Goals)")
-    ap.add_argument("--sensitive", default=goals.SENSITIVE, metavar="W,...", help=f"the frequency-sensitive workloads of --goals, as the study names them (default {goals.SENSITIVE})")
+    ap.add_argument("--sensitive", default="", metavar="W,...", help="the frequency-sensitive workloads of --goals, as the study names them (warmcore field gives its default)")
     a = ap.parse_args(argv)
     df, _ = load(a.dir)
     if df.height == 0:

@@ -27,9 +27,6 @@ import polars as pl
 
 GOALS = ["best", "baseline", "sensitive", "energy", "p99"]
 FIGURES = ["metric.value", "energy_j", "inversions.count", "wakeup_latency_ns.p99"]
-# The workloads the fork/wait chains dominate (Fewer Cores, More Hertz,
-# section 2): configure, perl's start-up, kbuild's sequential phases.
-SENSITIVE = "configure,perl-startup,kbuild:files=0"
 
 
 def means(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

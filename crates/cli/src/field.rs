@@ -46,10 +46,10 @@ pub struct FieldArgs {
     #[arg(long, value_name = "POLICY")]
     pub goals: Option<String>,
     /// The frequency-sensitive workloads of --goals, as the study names
-    /// them (default: configure, perl-startup and kbuild's sequential
-    /// phases, kbuild:files=0).
-    #[arg(long, value_name = "W,...", requires = "goals")]
-    pub sensitive: Option<String>,
+    /// them: the fork/wait chains (Fewer Cores, More Hertz, section 2),
+    /// configure, perl's start-up and kbuild's sequential phases.
+    #[arg(long, value_name = "W,...", default_value = "configure,perl-startup,kbuild:files=0")]
+    pub sensitive: String,
 }
 
 pub fn run(a: FieldArgs) -> Result<()> {
@@ -73,10 +73,7 @@ pub fn run(a: FieldArgs) -> Result<()> {
     crate::sweep::run_plan(&plan, &a.out, &Engine::Local { jobs: a.jobs }, a.retry_failed, a.force, false)?;
     let mut args = vec![crate::view::path_arg(&a.out), "--baseline".into(), a.baseline];
     if let Some(p) = a.goals {
-        args.extend(["--goals".into(), p]);
-    }
-    if let Some(w) = a.sensitive {
-        args.extend(["--sensitive".into(), w]);
+        args.extend(["--goals".into(), p, "--sensitive".into(), a.sensitive]);
     }
     crate::view::run_python("warmcore.field", args)
 }
