@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from warmcore import goals, output  # noqa: E402
+from warmcore import output  # noqa: E402
 from warmcore.sweep_plot import load, save_panels  # noqa: E402
 
 # The figures of the table: column of results.parquet, heading, and how to
@@ -67,6 +67,17 @@ def _measure(name: str, v: float) -> str:
     return f"{v:.4g}"
 
 
+def finished(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr, pl.Expr]:
+    """The study's rows (with a `partial` column, which a study without any
+    run cut short may lack), the runs that ran (neither failed nor
+    ejected) and those of them that finished their workload (not cut short
+    at the study's limit of events or simulated time)."""
+    if "partial" not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("partial"))
+    ran = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False)
+    return df, ran, ran & pl.col("partial").is_null()
+
+
 def summarize(df: pl.DataFrame) -> pl.DataFrame:
     """One row per machine, governor, workload and scheduler: the median of each figure
     over the seeds that finished, with the counts of runs, failures,
@@ -75,10 +86,7 @@ def summarize(df: pl.DataFrame) -> pl.DataFrame:
     finish its workload: its completion time is when it was stopped, so it
     is counted, never ranked."""
     figures = [c for c, _, _ in FIGURES if c in df.columns]
-    if "partial" not in df.columns:
-        df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("partial"))
-    ran = pl.col("error").is_null() & ~pl.col("ejected").fill_null(False)
-    ok = ran & pl.col("partial").is_null()
+    df, ran, ok = finished(df)
     return (
         df.group_by(["machine", "governor", "workload", "policy"], maintain_order=True)
         .agg(
@@ -242,6 +250,8 @@ def main(argv=None):
     n = draw(summary, png)
     print(f"{md}\n{png} ({n} panel{'s' if n != 1 else ''})")
     if a.goals:
+        from warmcore import goals  # it reads this module's definitions
+
         sensitive = [w for w in a.sensitive.split(",") if w]
         keys, judged = goals.judge_all(df, a.goals, a.baseline, sensitive)
         path = a.dir / "goals.md"

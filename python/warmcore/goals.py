@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from warmcore.field import _measure, finished
+
 GOALS = ["best", "baseline", "sensitive", "energy", "p99"]
 FIGURES = ["metric.value", "energy_j", "inversions.count", "wakeup_latency_ns.p99"]
 
@@ -32,10 +34,8 @@ FIGURES = ["metric.value", "energy_j", "inversions.count", "wakeup_latency_ns.p9
 def means(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Mean and spread (max - min) of each figure over the finished seeds."""
     figures = [c for c in FIGURES if c in df.columns]
-    if "partial" not in df.columns:
-        df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("partial"))
-    ok = df.filter(pl.col("error").is_null() & ~pl.col("ejected").fill_null(False) & pl.col("partial").is_null())
-    return ok.group_by(keys + ["policy"], maintain_order=True).agg(
+    df, _, ok = finished(df)
+    return df.filter(ok).group_by(keys + ["policy"], maintain_order=True).agg(
         pl.col("metric_name").drop_nulls().first(),
         pl.col("metric_better").drop_nulls().first(),
         pl.len().alias("seeds"),
@@ -179,8 +179,6 @@ def report(keys: list[str], judged: list[tuple[dict, dict]], policy: str, baseli
             vals = [j["goals"][name] for k, j in judged if k["workload"] == w and name in j["goals"]]
             cells.append(f"{sum(vals)} / {len(vals)}" if vals else "-")
         lines.append(f"| {_label(w)} | " + " | ".join(cells) + " |")
-    from warmcore.field import _measure  # field imports this module
-
     lines += ["", "## Each machine, governor and workload", ""]
     head = [*keys, "measure", "best of the others", "vs best", f"vs {baseline}", f"energy vs {baseline}", f"p99 vs {baseline}", "inversions (best's)", *GOALS]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
