@@ -5,7 +5,9 @@
 # the replayed real recordings, on the four modelled servers, under
 # schedutil and the hardware-controlled driver, three seeds, beside every
 # other hosted scheduler (workloads/sweeps/warm-full.toml, 3,456 runs,
-# about 25 min with 2 jobs). Started again, only the missing runs run.
+# 851 to 905 s with 2 jobs, BENCHMARKS.md). Started again, only the missing
+# runs run; a build of another commit runs them all again (the run keys
+# hash the commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/warmcore}

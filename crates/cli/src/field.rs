@@ -60,13 +60,13 @@ pub fn run(a: FieldArgs) -> Result<()> {
     .map_err(warmcore_args::UsageError::new)?;
     // Said before the study runs, not after its thousands of runs.
     if let Some(p) = &a.goals {
-        if !plan.runs.iter().any(|r| &r.policy == p) {
-            let mut names: Vec<&str> = Vec::new();
-            for r in &plan.runs {
-                if !names.contains(&r.policy.as_str()) {
-                    names.push(&r.policy);
-                }
+        let mut names: Vec<&str> = Vec::new();
+        for r in &plan.runs {
+            if !names.contains(&r.policy.as_str()) {
+                names.push(&r.policy);
             }
+        }
+        if !names.contains(&p.as_str()) {
             return Err(warmcore_args::UsageError::new(format!("--goals {p}: no such scheduler in the study; name one of its policies: {}", names.join(", "))).into());
         }
     }
