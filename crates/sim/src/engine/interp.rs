@@ -286,6 +286,7 @@ impl Engine {
                 }
                 Step::SchedIdle(idle) => {
                     self.sim.tasks[t as usize].sched_idle = idle;
+                    self.sim.any_sched_idle |= idle;
                     self.policy.set_nice(&mut self.sim, t);
                 }
                 Step::JoinCpuset(i) => {

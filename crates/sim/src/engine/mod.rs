@@ -231,6 +231,7 @@ impl Engine {
             scanned: std::cell::Cell::new(0),
             placements: 0,
             placement_scans: 0,
+            any_sched_idle: false,
             steps: std::rc::Rc::new(steps),
             prog_span,
             workload,

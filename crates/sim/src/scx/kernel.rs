@@ -313,7 +313,14 @@ impl Kernel {
     /// The one CPU a task may run on, if it may run on one only
     /// (p->nr_cpus_allowed == 1).
     pub(super) fn only_cpu(&self, t: Tid) -> Option<u32> {
-        let m = self.task_mask(t);
+        // task_mask's, without copying it at every wake-up.
+        let s = self.ts(t);
+        let m = match (s.held_on.or(s.pinned), &s.cpus) {
+            (Some(c), _) => return Some(c),
+            (None, Some(m)) => &**m,
+            (None, None) if self.nr_cpus > 1 => return None,
+            (None, None) => &self.all,
+        };
         (m.iter().map(|w| w.count_ones()).sum::<u32>() == 1)
             .then(|| m.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i as u32 * 64 + w.trailing_zeros()))
             .flatten()
