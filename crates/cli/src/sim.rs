@@ -156,6 +156,7 @@ fn replayed_trace(workload: &str) -> Result<()> {
     if let ("replay", params) = warmcore_sim::parse_spec(workload) {
         if let [(k, f)] = params.as_slice() {
             if k == "trace" {
+                warmcore_sim::replay::check_exists(f)?;
                 crate::trace::open(std::path::Path::new(f))?;
             }
         }

@@ -226,7 +226,7 @@ fn good_times_and_counts_are_taken() {
 #[test]
 fn stillness_measures_the_time_its_process_was_stopped() {
     warmcore_test_support::require!("root", warmcore_test_support::root_missing());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
+    let child = Command::new(env!("CARGO_BIN_EXE_warmcore"))
         .args(["vm", "workload", "stillness", "--secs", "5"])
         .stdout(std::process::Stdio::piped())
         .spawn()

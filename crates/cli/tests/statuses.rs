@@ -62,6 +62,7 @@ fn every_command_exits_2_on_bad_input_and_1_when_the_work_fails() {
         (&["trace", "dump", "cut.wct", "--strict"], USAGE, "incomplete trace"),
         (&["trace", "import", "--from", "perf-script", "notes.txt", "-o", "i.wct"], USAGE, "notes.txt"),
         (&["sim", "--workload", "replay:trace=notes.txt"], USAGE, "not a warmcore trace"),
+        (&["sim", "--workload", "replay:trace=missing.wct"], USAGE, "made by `warmcore record` or `warmcore trace import`"),
         (&["sweep", "missing.toml", "--out", "s"], USAGE, "cannot read missing.toml"),
         (&["sweep", "notes.txt", "--out", "s"], USAGE, "notes.txt"),
         (&["view", "notes.txt"], USAGE, "not a warmcore trace"),

@@ -47,8 +47,19 @@ impl T {
     }
 }
 
+/// A trace to replay that is not there: said with what makes one.
+pub fn check_exists(path: &str) -> Result<(), SimError> {
+    if std::path::Path::new(path).exists() {
+        return Ok(());
+    }
+    Err(SimError::Input(format!(
+        "replay {path}: no such file: a trace to replay is made by `warmcore record` or `warmcore trace import`"
+    )))
+}
+
 pub fn load(path: &str) -> Result<Workload, SimError> {
     let err = |m: String| SimError::Input(format!("replay {path}: {m}"));
+    check_exists(path)?;
     let tr = Trace::open(path).map_err(|e| err(e.to_string()))?;
     let table = &tr.header.events;
     let id = |b: u32| table.builtin_to_file(b).unwrap_or(u32::MAX);
