@@ -665,12 +665,17 @@ static void hk_enqueue(struct task_struct *p, u64 enq_flags)
 	}
 	scx_bpf_dsq_insert_vtime(p, dsq, hk_quantum_left(t, target), hk_key(t, front), enq_flags);
 
-	/* Reschedule the CPU chosen if it idles or runs a lower priority. */
+	/* Reschedule the CPU chosen if it idles or runs a lower priority. A
+	 * thread woken onto its own idle CPU needs no kick: the wake-up
+	 * reschedules that CPU's idle task itself (core.c, wakeup_preempt),
+	 * and the kick's irq_work was a quarter of the pipe gap to warm
+	 * (BENCHMARKS.md). */
 	tc = cpu_ctx(target);
 	if (!tc)
 		return;
 	if (scx_bpf_test_and_clear_cpu_idle(target)) {
-		scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
+		if (!wake || target != cpu)
+			scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
 	} else if (tc->hk_prio && tc->hk_prio < t->hk_eff) {
 		scx_bpf_kick_cpu(target, SCX_KICK_PREEMPT);
 		stat_add(WC_ST_HAIKU_PREEMPT, 1);
