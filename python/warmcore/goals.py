@@ -92,14 +92,17 @@ def judge(rows: list[dict], policy: str, baseline: str, sensitive: bool) -> dict
     return out
 
 
+def tally(judged: list[tuple[dict, dict]], name: str) -> tuple[int, int]:
+    """Of the cases where goal `name` applies, how many met it, and how many
+    there are."""
+    vals = [j["goals"][name] for _, j in judged if name in j["goals"]]
+    return sum(vals), len(vals)
+
+
 def summary_line(judged: list[tuple[dict, dict]], policy: str) -> str:
     """One line: each goal's count met of those judged."""
-    parts = []
-    for name in GOALS:
-        vals = [j["goals"][name] for _, j in judged if name in j["goals"]]
-        if vals:
-            parts.append(f"{name} {sum(vals)}/{len(vals)}")
-    return f"{policy}'s goals met: " + ", ".join(parts)
+    counts = [(name, *tally(judged, name)) for name in GOALS]
+    return f"{policy}'s goals met: " + ", ".join(f"{name} {met}/{n}" for name, met, n in counts if n)
 
 
 def _pct(v: float) -> str:
@@ -167,17 +170,14 @@ def report(keys: list[str], judged: list[tuple[dict, dict]], policy: str, baseli
     lines += [f"Frequency-sensitive workloads: {', '.join(sensitive)}.", ""]
     lines += ["## Summary", "", "| goal | met | missed | not applicable |", "|---|---|---|---|"]
     for name in GOALS:
-        met = sum(1 for _, j in judged if j["goals"].get(name) is True)
-        missed = sum(1 for _, j in judged if j["goals"].get(name) is False)
-        lines.append(f"| {name} | {met} | {missed} | {len(judged) - met - missed} |")
+        met, n = tally(judged, name)
+        lines.append(f"| {name} | {met} | {n - met} | {len(judged) - n} |")
     lines += ["", "Per workload, over its machines and governors (goals met / judged):", ""]
     lines += ["| workload | " + " | ".join(GOALS) + " |", "|---|" + "---|" * len(GOALS)]
     workloads = list(dict.fromkeys(k["workload"] for k, _ in judged))
     for w in workloads:
-        cells = []
-        for name in GOALS:
-            vals = [j["goals"][name] for k, j in judged if k["workload"] == w and name in j["goals"]]
-            cells.append(f"{sum(vals)} / {len(vals)}" if vals else "-")
+        here = [(k, j) for k, j in judged if k["workload"] == w]
+        cells = [f"{met} / {n}" if n else "-" for met, n in (tally(here, name) for name in GOALS)]
         lines.append(f"| {_label(w)} | " + " | ".join(cells) + " |")
     lines += ["", "## Each machine, governor and workload", ""]
     head = [*keys, "measure", "best of the others", "vs best", f"vs {baseline}", f"energy vs {baseline}", f"p99 vs {baseline}", "inversions (best's)", *GOALS]
