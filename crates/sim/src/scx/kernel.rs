@@ -59,6 +59,14 @@ pub(super) enum Context {
 /// longer, and CPUs beyond never set.
 pub(super) type Mask = [u64; 16];
 
+/// A task's allowed CPUs (Kernel::cpus_allowed): one CPU, its own mask, or every
+/// CPU.
+enum Allowed<'a> {
+    One(u32),
+    Of(&'a Mask),
+    All,
+}
+
 /// `a & b`.
 pub(super) fn and(a: &Mask, b: &Mask) -> Mask {
     let mut m = *a;
@@ -300,26 +308,33 @@ impl Kernel {
     /// The CPUs a task may run on: p->cpus_ptr, which for a
     /// migration-disabled task is its CPU alone (migrate_disable_switch), so
     /// that the built-in idle selection keeps it there
-    /// (select_cpu_from_kfunc's is_migration_disabled test).
-    pub(super) fn task_mask(&self, t: Tid) -> Mask {
+    /// (select_cpu_from_kfunc's is_migration_disabled test). Borrowed, not
+    /// copied: a wake-up asks for it each time.
+    fn cpus_allowed(&self, t: Tid) -> Allowed<'_> {
         let s = self.ts(t);
         match (s.held_on.or(s.pinned), &s.cpus) {
-            (Some(c), _) => mask_of(std::iter::once(c)),
-            (None, Some(m)) => **m,
-            (None, None) => self.all,
+            (Some(c), _) => Allowed::One(c),
+            (None, Some(m)) => Allowed::Of(m),
+            (None, None) => Allowed::All,
+        }
+    }
+
+    /// `cpus_allowed` as a mask.
+    pub(super) fn task_mask(&self, t: Tid) -> Mask {
+        match self.cpus_allowed(t) {
+            Allowed::One(c) => mask_of(std::iter::once(c)),
+            Allowed::Of(m) => *m,
+            Allowed::All => self.all,
         }
     }
 
     /// The one CPU a task may run on, if it may run on one only
     /// (p->nr_cpus_allowed == 1).
     pub(super) fn only_cpu(&self, t: Tid) -> Option<u32> {
-        // task_mask's, without copying it at every wake-up.
-        let s = self.ts(t);
-        let m = match (s.held_on.or(s.pinned), &s.cpus) {
-            (Some(c), _) => return Some(c),
-            (None, Some(m)) => &**m,
-            (None, None) if self.nr_cpus > 1 => return None,
-            (None, None) => &self.all,
+        let m = match self.cpus_allowed(t) {
+            Allowed::One(c) => return Some(c),
+            Allowed::Of(m) => m,
+            Allowed::All => return (self.nr_cpus == 1).then_some(0),
         };
         (m.iter().map(|w| w.count_ones()).sum::<u32>() == 1)
             .then(|| m.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i as u32 * 64 + w.trailing_zeros()))
