@@ -13,7 +13,7 @@ DEMO_OUT := out/demo
 # a server of the command's own, stopped at its end (the script says why).
 CACHE := scripts/with-sccache.sh
 
-.PHONY: all setup build dist test test-vm demo bench fuzz-short clean
+.PHONY: all setup build pgo dist test test-vm demo bench fuzz-short clean
 
 all: build
 
@@ -30,6 +30,12 @@ build: setup
 	$(CACHE) $(CARGO) build --release --workspace --exclude warmcore-py
 	@# The scripts and tests run $(BIN): cargo must build into target/.
 	@test -x $(BIN) || { echo "make: $(BIN) was not built: CARGO_TARGET_DIR ($$CARGO_TARGET_DIR) sends cargo's output elsewhere; unset it, or make target a link to that directory" >&2; exit 1; }
+
+# The command built with profile-guided optimisation, for studies of many
+# runs: target/pgo/release/warmcore, the same results, faster
+# (scripts/build-pgo.sh, BENCHMARKS.md).
+pgo: setup
+	@$(CACHE) scripts/build-pgo.sh
 
 # The wheels (the command, the Python package) and the Debian package, into
 # out/dist (scripts/dist.sh); make test's pytest phase makes, installs and
@@ -87,7 +93,7 @@ demo: build
 	$(BIN) trace export $(DEMO_OUT)/perf-make-j2.wct --perfetto $(DEMO_OUT)/perf-make-j2.pftrace
 	@echo "== Open $(DEMO_OUT)/perf-make-j2.pftrace in ui.perfetto.dev"
 
-bench: build
+bench: build pgo
 	@scripts/bench.sh
 	@scripts/bench-view.sh
 	@scripts/bench-sweep.sh

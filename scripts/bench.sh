@@ -43,6 +43,8 @@ if [ -n "${BEFORE:-}" ]; then
     echo "== the simulator's speed beside BEFORE=$BEFORE (issue 34: the storm >= 2.0 simulated s per wall s"
     echo "   under cfs, >= 1.0 under scx:default; configure, kbuild, hackbench >= 1.5x; reproduce --quick <= 2/3)"
     QUICK=1 scripts/bench-speed.sh "$BEFORE" "$BIN"
+    echo "== the same, the build of make pgo beside BEFORE=$BEFORE"
+    QUICK=1 scripts/bench-speed.sh "$BEFORE" target/pgo/release/warmcore
 fi
 
 echo "== the sched_ext program in the simulator (scx:NAME) beside the simulator's own models, one run each, side by side"
