@@ -126,6 +126,8 @@ struct Analysis {
     worker: Option<std::thread::JoinHandle<Analyzer>>,
 }
 
+const ANALYSIS_STOPPED: &str = "the trace analysis's thread stopped before the run ended";
+
 impl Analysis {
     fn start(mut analyzer: Analyzer) -> Result<Analysis, SimError> {
         let (batches, todo) = std::sync::mpsc::sync_channel::<Vec<CpuEvent>>(IN_FLIGHT);
@@ -153,7 +155,7 @@ impl Analysis {
         let full = std::mem::replace(batch, next);
         match &self.batches {
             Some(tx) if tx.send(full).is_ok() => Ok(()),
-            _ => Err(self.stopped()),
+            _ => Err(ANALYSIS_STOPPED.into()),
         }
     }
 
@@ -162,12 +164,8 @@ impl Analysis {
         self.batches = None;
         match self.worker.take().map(|w| w.join()) {
             Some(Ok(a)) => Ok(a),
-            _ => Err(self.stopped()),
+            _ => Err(ANALYSIS_STOPPED.into()),
         }
-    }
-
-    fn stopped(&self) -> String {
-        "the trace analysis's thread stopped before the run ended".into()
     }
 }
 
