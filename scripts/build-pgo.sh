@@ -45,9 +45,8 @@ build "$root/pgo-generate" "-Cprofile-generate=$profiles/raw"
 gen=$root/pgo-generate/release/warmcore
 
 # A new profile makes step 3 compile every crate again (rustc tracks the
-# file), and no two trainings count quite alike (the analysis's thread
-# waits on its channel for as long as it waits): so train again only when
-# the instrumented build changed.
+# file), and no two trainings count quite alike (how long a thread waits,
+# for one): so train again only when the instrumented build changed.
 stamp=$(sha256sum "$gen" | cut -d' ' -f1)
 if [ -f "$profiles/warmcore.profdata" ] && [ "$(cat "$profiles/trained-on" 2>/dev/null)" = "$stamp" ]; then
     echo "pgo: 2/3 the training runs: the profile of this build is there already" >&2
