@@ -3,7 +3,8 @@
 # make pgo: the warmcore command built with profile-guided optimisation
 # (the rustc book, "Profile-guided Optimization"), for studies of many runs.
 # Three steps, each in a target directory of its own so that the ordinary
-# build (target/release) is never compiled again:
+# build (target/release) is never compiled again; the flags reach
+# warmcore's own crates alone (scripts/pgo-rustc.sh):
 #   1. an instrumented build (-Cprofile-generate) in target/pgo-generate;
 #   2. the training runs below, with that build: every kind of policy the
 #      simulator hosts (the fair-class models, the Rust references, the
@@ -35,8 +36,9 @@ if ! command -v "$profdata_tool" >/dev/null; then
     exit 1
 fi
 
-build() {  # TARGET_DIR RUSTFLAGS
-    CARGO_TARGET_DIR="$1" RUSTFLAGS="$2" cargo build -q --release -p warmcore
+build() {  # TARGET_DIR PGO_RUSTFLAGS: those for warmcore's crates (scripts/pgo-rustc.sh)
+    PGO_INNER_WRAPPER=${RUSTC_WRAPPER:-} RUSTC_WRAPPER=$PWD/scripts/pgo-rustc.sh PGO_RUSTFLAGS="$2" \
+        CARGO_TARGET_DIR="$1" cargo build -q --release -p warmcore
 }
 
 echo "pgo: 1/3 the instrumented build (target/pgo-generate)" >&2
@@ -44,9 +46,9 @@ mkdir -p "$profiles"
 build "$root/pgo-generate" "-Cprofile-generate=$profiles/raw"
 gen=$root/pgo-generate/release/warmcore
 
-# A new profile makes step 3 compile every crate again (rustc tracks the
-# file), and no two trainings count quite alike (how long a thread waits,
-# for one): so train again only when the instrumented build changed.
+# A new profile makes step 3 compile warmcore's crates again (rustc tracks
+# the file), and no two trainings count quite alike (how long a thread
+# waits, for one): so train again only when the instrumented build changed.
 stamp=$(sha256sum "$gen" | cut -d' ' -f1)
 if [ -f "$profiles/warmcore.profdata" ] && [ "$(cat "$profiles/trained-on" 2>/dev/null)" = "$stamp" ]; then
     echo "pgo: 2/3 the training runs: the profile of this build is there already" >&2
