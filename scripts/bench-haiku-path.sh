@@ -80,19 +80,6 @@ echo mono > $T/trace_clock
 echo $FUN | tr ' ' '\n' > $T/set_ftrace_filter
 echo $FUN | tr ' ' '\n' > $T/set_graph_function
 echo 1 > $T/max_graph_depth
-S=
-attach() {
-  pol=$1; shift
-  [ $pol = kernel ] && { S=; return; }
-  warmcore sched --policy $pol "$@" --stats 1000 > /tmp/s.json 2> /tmp/s.err &
-  S=$!
-  i=0; while [ "$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-  [ "$(cat /sys/kernel/sched_ext/state)" = enabled ] || { echo "NOT_ENABLED $pol"; cat /tmp/s.err; }
-}
-detach() {
-  [ -n "$S" ] || return 0
-  kill -INT $S; wait $S || { echo "EJECTED $1 $2"; cat /tmp/s.err; }
-}
 # Each struct_ops program's (prog_type 27) run time and calls, by its tag;
 # names() gives each tag's name, from /proc/kallsyms (slow under emulation:
 # once per attach, after the passes).
@@ -157,7 +144,8 @@ if [ ! -s "$raw" ]; then
     echo "bench-haiku-path: one 4-CPU VM boot, $ROT rotations of $POLS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
     t0=$(date +%s)
     "$BIN" vm --cpus 4 --timeout $((900 * ROT)) -- \
-        sh -c "ROT=$ROT; MSGS=$MSGS; TMSGS=$TMSGS; POLS='$POLS'; $GUEST" > "$raw"
+        sh -c "ROT=$ROT; MSGS=$MSGS; TMSGS=$TMSGS; POLS='$POLS'; $(cat scripts/vm-guest-sched.sh)
+$GUEST" > "$raw"
     echo "bench-haiku-path: $(( $(date +%s) - t0 )) s; load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 python3 - "$raw" $POLS <<'PY'

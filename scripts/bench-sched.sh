@@ -34,21 +34,6 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 read -r -d '' GUEST <<GUEST_EOF || true
-attach() {
-  pol=\$1; shift
-  [ \$pol = nest-nowarm ] && set -- --nest-warm off "\$@" && pol=nest
-  [ \$pol = nest-threads ] && set -- --nest-warm threads "\$@" && pol=nest
-  case \$pol in
-  scx_*) \$pol > /tmp/s.json 2> /tmp/s.err & ;;
-  *) warmcore sched --policy \$pol "\$@" --stats 1000 > /tmp/s.json 2> /tmp/s.err & ;;
-  esac
-  S=\$!
-  i=0; while [ "\$(cat /sys/kernel/sched_ext/state)" != enabled ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done
-  [ "\$(cat /sys/kernel/sched_ext/state)" = enabled ] || { echo "NOT_ENABLED \$pol"; cat /tmp/s.err; }
-}
-detach() {
-  kill -INT \$S; wait \$S || { echo "EJECTED \$1 \$2"; cat /tmp/s.err; }
-}
 workloads() {
   warmcore vm workload pipe --msgs $MSGS | sed "s/^/B \$1 \$2 /"
   warmcore vm workload hackbench --groups 4 --loops 100 | sed "s/^/B \$1 \$2 /"
@@ -71,7 +56,8 @@ echo DONE
 GUEST_EOF
 
 echo "bench-sched: one ${CPUS}-CPU VM boot, ${ROT} rotations of kernel $OURS $PEERS"
-"$BIN" vm --cpus "$CPUS" --peers --timeout $((600 * ROT)) -- sh -c "$GUEST" > "$out"
+"$BIN" vm --cpus "$CPUS" --peers --timeout $((600 * ROT)) -- sh -c "$(cat scripts/vm-guest-sched.sh)
+$GUEST" > "$out"
 python3 - "$out" $OURS -- $PEERS <<'PY'
 import json, statistics, sys
 from collections import defaultdict
