@@ -48,6 +48,7 @@ use std::cell::Cell;
 use warmcore_trace::ids;
 
 use crate::machine::Machine;
+use crate::pelt::Decay;
 use crate::policy::{Enq, Policy, Wake, WakeKind};
 use crate::prio::{delta_fair, load_weight, NICE_0_LOAD};
 use crate::sim::{Sim, Tid, TICK_NS};
@@ -83,8 +84,6 @@ const MIGRATION_COST: u64 = MS / 2;
 /// (docs/model.md, The fair class of today).
 const BUSY_FACTOR: u64 = 32;
 const BUSY_FACTOR_TODAY: u64 = 16;
-/// PELT half-life (docs/model.md, PELT and schedutil).
-const PELT_HALF_LIFE_NS: f64 = 32e6;
 /// Cost of checking one CPU in select_idle_cpu, for SIS_PROP's budget.
 /// ASSUMPTION: 500 ns (the kernel measures it; no published figure).
 const SCAN_COST_NS: f64 = 500.0;
@@ -141,15 +140,14 @@ struct Avg {
     t: u64,
 }
 impl Avg {
-    fn at(&self, now: u64) -> f64 {
+    fn at(&self, now: u64, decay: &Decay) -> f64 {
         if now <= self.t {
             return self.v;
         }
-        let d = (-((now - self.t) as f64) * (std::f64::consts::LN_2 / PELT_HALF_LIFE_NS)).exp();
-        self.n + (self.v - self.n) * d
+        self.n + (self.v - self.n) * decay.after(now - self.t)
     }
-    fn set(&mut self, now: u64, n: f64) {
-        self.v = self.at(now);
+    fn set(&mut self, now: u64, n: f64, decay: &Decay) {
+        self.v = self.at(now, decay);
         self.t = now.max(self.t);
         self.n = n;
     }
@@ -332,6 +330,8 @@ pub struct Cfs {
     kernel: Kernel,
     /// `eevdf`'s own state (None under 5.9).
     ev: Option<eevdf::State>,
+    /// The loads' decay, remembered per gap.
+    decay: Decay,
 }
 
 impl Cfs {
@@ -399,6 +399,7 @@ impl Cfs {
             balance,
             kernel,
             ev,
+            decay: Decay::default(),
         })
     }
 
@@ -435,7 +436,7 @@ impl Cfs {
         if t == now {
             return v;
         }
-        let v = rq.load.at(now);
+        let v = rq.load.at(now, &self.decay);
         rq.load_memo.set((now, v));
         v
     }
@@ -446,7 +447,7 @@ impl Cfs {
         // The runnable tasks' weights in units of a nice-0 task: their count
         // when all are nice 0.
         let load = (rq.q_weight + curr_w) as f64 / NICE_0_LOAD as f64;
-        rq.load.set(now, load);
+        rq.load.set(now, load, &self.decay);
         rq.load_memo.set((u64::MAX, 0.0));
     }
 
@@ -722,11 +723,11 @@ impl Cfs {
             return prev;
         }
         // WA_WEIGHT
-        let tl = self.td[t as usize].load.at(now);
+        let tl = self.td[t as usize].load.at(now, &self.decay);
         let mut this_eff = self.load(now, this);
         if sync {
             if let Some(c) = self.rq[this as usize].curr {
-                this_eff -= self.td[c as usize].load.at(now);
+                this_eff -= self.td[c as usize].load.at(now, &self.decay);
             }
         }
         this_eff = (this_eff + tl) * 100.0;
@@ -1239,7 +1240,7 @@ impl Policy for Cfs {
             Enq::Exec | Enq::Preempted => {}
         }
         if flags != Enq::Preempted {
-            d.load.set(now, d.weight as f64 / NICE_0_LOAD as f64);
+            d.load.set(now, d.weight as f64 / NICE_0_LOAD as f64, &self.decay);
         }
         let (vr, w) = (d.vr, d.weight);
         d.queued_on = Some(cpu);
@@ -1330,7 +1331,7 @@ impl Policy for Cfs {
         d.exec_start = now;
         self.rq[cpu as usize].curr = None;
         if !runnable {
-            d.load.set(now, 0.0);
+            d.load.set(now, 0.0, &self.decay);
         }
         self.update_min_vr(now, cpu);
         self.update_load(now, cpu);

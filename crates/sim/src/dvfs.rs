@@ -295,7 +295,7 @@ pub fn avg_freq_after_busy(m: &Machine, g: Governor, ns: u64) -> u32 {
         const STEPS: u64 = 64;
         for i in 0..STEPS {
             let t = (i * ns / STEPS) as f64;
-            let util = 1.0 - 0.5 * (-t * (std::f64::consts::LN_2 / 32e6)).exp();
+            let util = 1.0 - 0.5 * crate::pelt::decay(t);
             area += request(m, util, m.min_khz(), ceiling) as f64 * (ns / STEPS) as f64;
         }
         return (area / (ns / STEPS * STEPS) as f64).round() as u32;

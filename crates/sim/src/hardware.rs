@@ -262,7 +262,7 @@ impl Sim {
         let dt = self.now - cpu.util_t;
         if dt > 0 {
             let target = if cpu.mode == Mode::Running { 1.0 } else { 0.0 };
-            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+            let decay = self.decay.after(dt);
             cpu.util = target + (cpu.util - target) * decay;
             cpu.util_t = self.now;
         }
@@ -278,7 +278,7 @@ impl Sim {
         let dt = self.now.saturating_sub(task.util_t);
         if dt > 0 {
             let target = if task.state == TState::Running { 1.0 } else { 0.0 };
-            let decay = (-(dt as f64) * (std::f64::consts::LN_2 / 32e6)).exp();
+            let decay = self.decay.after(dt);
             task.util = target + (task.util - target) * decay;
             task.util_t = self.now;
         }

@@ -14,6 +14,7 @@ pub mod hunt;
 pub mod kernel_time;
 pub mod machine;
 pub mod nest;
+pub mod pelt;
 pub mod policies;
 pub mod policy;
 pub mod prio;

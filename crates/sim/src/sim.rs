@@ -362,6 +362,8 @@ pub struct Sim {
     /// Whether any task has been SCHED_IDLE: until one is, no CPU runs only
     /// SCHED_IDLE tasks, and the fair class's wake-up scan need not look.
     pub(crate) any_sched_idle: bool,
+    /// The utilisations' decay, remembered per gap.
+    pub(crate) decay: crate::pelt::Decay,
 }
 
 impl Sim {

@@ -280,7 +280,7 @@ impl Cfs {
         }
         if flags != Enq::Preempted {
             let l = self.td[t as usize].weight as f64 / crate::prio::NICE_0_LOAD as f64;
-            self.td[t as usize].load.set(now, l);
+            self.td[t as usize].load.set(now, l, &self.decay);
         }
         self.td[t as usize].queued_on = Some(cpu);
         self.q_insert(cpu, t);

@@ -232,6 +232,7 @@ impl Engine {
             placements: 0,
             placement_scans: 0,
             any_sched_idle: false,
+            decay: Default::default(),
             steps: std::rc::Rc::new(steps),
             prog_span,
             workload,
