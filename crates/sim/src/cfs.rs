@@ -327,6 +327,10 @@ pub struct Cfs {
     smt_groups: Vec<Vec<Vec<u32>>>,
     mc_groups: Vec<Vec<Vec<u32>>>,
     numa_groups: Vec<Vec<u32>>,
+    /// Per CPU and level (`Level as usize`): the index of its own group
+    /// among `groups` (the local group), found once; u32::MAX if none
+    /// holds it.
+    local_group: Vec<[u32; 3]>,
     kernel: Kernel,
     /// `eevdf`'s own state (None under 5.9).
     ev: Option<eevdf::State>,
@@ -384,10 +388,11 @@ impl Cfs {
                     .collect()
             })
             .collect();
-        Ok(Cfs {
+        let mut cfs = Cfs {
             smt_groups,
             mc_groups,
             numa_groups: m.die_cpus.clone(),
+            local_group: Vec::new(),
             rq: vec![Rq { load_memo: Cell::new((u64::MAX, 0.0)), v0: eevdf::V_START, ..Rq::default() }; n],
             td: Vec::new(),
             waiting: CpuSet::new(m.nr_cpus),
@@ -400,7 +405,15 @@ impl Cfs {
             kernel,
             ev,
             decay: Decay::default(),
-        })
+        };
+        cfs.local_group = (0..m.nr_cpus)
+            .map(|c| {
+                [Level::Smt, Level::Mc, Level::Numa].map(|level| {
+                    cfs.groups(m, level, c).iter().position(|g| g.contains(&c)).map_or(u32::MAX, |i| i as u32)
+                })
+            })
+            .collect();
+        Ok(cfs)
     }
 
     fn span(m: &Machine, level: Level, cpu: u32) -> &[u32] {
@@ -603,18 +616,18 @@ impl Cfs {
                 break;
             }
             let groups = self.groups(m, level, cpu);
-            let local_idx = groups.iter().position(|g| g.contains(&cpu)).unwrap();
+            let local_idx = self.local_group[cpu as usize][level as usize] as usize;
             // A group's idle CPUs, runnable tasks and weight; its load (a sum
             // of decaying averages) only when a comparison needs it.
             let stats = |gi: usize| {
                 let g = &groups[gi];
+                // Each CPU looked at once (`idle_without`, in one count).
+                sim.note_scan(g.len() as u32);
                 let mut idle = 0u32;
                 let mut nr = 0u64;
                 for &c in g {
                     let r = self.nr_without(c, exclude);
-                    if self.idle_without(sim, c, exclude) {
-                        idle += 1;
-                    }
+                    idle += (r == 0 && (exclude == Some(c) || sim.cpu_is_idle(c))) as u32;
                     nr += r;
                 }
                 GroupPick { gi, idle, nr, weight: g.len() as u64, load: None }
@@ -963,14 +976,20 @@ impl Cfs {
             // a comparison needs them (overloaded or fully busy groups).
             let stat = |g: &[u32]| {
                 let mut s = GStat { weight: g.len() as u64, ..GStat::default() };
+                // Each CPU looked at once (`idle`, in one count).
+                sim.note_scan(g.len() as u32);
                 for &c in g {
-                    s.nr += self.rq[c as usize].nr_running();
-                    s.idle += self.idle(sim, c) as u64;
+                    let nr = self.rq[c as usize].nr_running();
+                    s.nr += nr;
+                    s.idle += (nr == 0 && sim.cpu_is_idle(c)) as u64;
                 }
                 s
             };
             let load_of = |g: &[u32]| g.iter().map(|&c| self.load(now, c)).sum::<f64>();
-            let Some(li) = groups.iter().position(|g| g.contains(&dst)) else { return 0 };
+            let li = match self.local_group[dst as usize][level as usize] {
+                u32::MAX => return 0,
+                i => i as usize,
+            };
             let mut local = stat(&groups[li]);
             let mut all = local;
             let mut busiest: Option<(usize, GStat)> = None;
