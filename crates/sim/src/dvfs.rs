@@ -195,6 +195,11 @@ pub struct CoreDvfs {
     avg: f64,
     avg_t: u64,
     idle_since: Option<u64>,
+    /// The last decay of `avg` computed: its gap, its time constant and
+    /// the factor. A core's samples come at a fixed period, so most gaps
+    /// are the one before (three quarters of configure's), and `exp` is
+    /// not called again for them.
+    last_decay: (u64, f64, f64),
 }
 
 impl CoreDvfs {
@@ -213,6 +218,8 @@ impl CoreDvfs {
             avg_t: 0,
             // Long idle at the start: no bouncing.
             idle_since: None,
+            // A time constant no spec has: the first decay is computed.
+            last_decay: (0, f64::NAN, 1.0),
         }
     }
 
@@ -222,8 +229,16 @@ impl CoreDvfs {
         }
         let target = if self.busy { 1.0 } else { 0.0 };
         let tau = if target > self.avg { m.spec.dvfs.hw_tau_up_ms } else { m.spec.dvfs.hw_tau_down_ms } * 1e6;
-        let dt = (now - self.avg_t) as f64;
-        self.avg = target + (self.avg - target) * (-dt / tau).exp();
+        let gap = now - self.avg_t;
+        let decay = match self.last_decay {
+            (g, t, d) if g == gap && t == tau => d,
+            _ => {
+                let d = (-(gap as f64) / tau).exp();
+                self.last_decay = (gap, tau, d);
+                d
+            }
+        };
+        self.avg = target + (self.avg - target) * decay;
         self.avg_t = now;
     }
 
