@@ -277,11 +277,21 @@ impl CoreDvfs {
 /// the machine's minimum and maximum (docs/model.md, Energy; coefficients
 /// in the machine file).
 pub fn dynamic_power(m: &Machine, f_khz: u32, v_khz: u32) -> f64 {
+    dynamic_power_at(m, f_khz, voltage(m, v_khz))
+}
+
+/// The voltage that `v_khz` needs, linear in frequency between the
+/// machine's minimum and maximum (a socket's, for all its busy cores).
+pub fn voltage(m: &Machine, v_khz: u32) -> f64 {
     let p = &m.spec.power;
     let (fmin, fmax) = (m.min_khz() as f64, m.max_khz() as f64);
     let x = if fmax > fmin { ((v_khz as f64 - fmin) / (fmax - fmin)).clamp(0.0, 1.0) } else { 1.0 };
-    let v = p.v_min + (p.v_max - p.v_min) * x;
-    p.dyn_coeff * v * v * f_khz as f64 * 1e-6
+    p.v_min + (p.v_max - p.v_min) * x
+}
+
+/// The dynamic power of a busy core at `f_khz` and voltage `v`, W.
+pub fn dynamic_power_at(m: &Machine, f_khz: u32, v: f64) -> f64 {
+    m.spec.power.dyn_coeff * v * v * f_khz as f64 * 1e-6
 }
 
 /// 1.25 x `share` x f_max (busy share for the hardware, utilisation for

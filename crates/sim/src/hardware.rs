@@ -373,9 +373,11 @@ impl Sim {
         let cores = &self.cores[(socket * cpc) as usize..((socket + 1) * cpc) as usize];
         let v_khz = cores.iter().filter(|c| c.busy).map(|c| c.freq).max().unwrap_or(0);
         let m = &self.machine;
+        // One voltage for the socket, worked out once.
+        let v = crate::dvfs::voltage(m, v_khz);
         let power = cores
             .iter()
-            .map(|c| if c.busy { crate::dvfs::dynamic_power(m, c.freq, v_khz) } else { m.spec.idle[c.idle_state as usize].power_w })
+            .map(|c| if c.busy { crate::dvfs::dynamic_power_at(m, c.freq, v) } else { m.spec.idle[c.idle_state as usize].power_w })
             .sum();
         self.socket_energy[socket as usize].2 = power;
     }
