@@ -19,9 +19,10 @@ const LAYERS: &[&[&str]] = &[
     // What is simulated, as data: the machine, the workloads' programs, the
     // event queue.
     &["machine", "prio", "program", "queue"],
-    // Models and sources over that data: DVFS governors, the kernel's own
-    // time, the workloads built in, from files, rt-app and replayed traces.
-    &["dvfs", "kernel_time", "workloads", "wfile", "replay", "rtapp"],
+    // Models and sources over that data: DVFS governors, PELT's decay, the
+    // kernel's own time, the workloads built in, from files, rt-app and
+    // replayed traces.
+    &["dvfs", "pelt", "kernel_time", "workloads", "wfile", "replay", "rtapp"],
     // The state the engine and the policies share, and the types it is made
     // of.
     &["sim"],
