@@ -55,6 +55,8 @@ mod trace_order;
 mod warm;
 #[path = "weights.rs"]
 mod weights;
+#[path = "work.rs"]
+mod work;
 #[path = "workload_shapes.rs"]
 mod workload_shapes;
 

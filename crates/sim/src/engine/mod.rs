@@ -792,6 +792,10 @@ impl Engine {
                 let cpu = &mut self.sim.cpus[c as usize];
                 cpu.mode = Mode::Running;
                 cpu.curr = Some(t);
+                // The task's work on this CPU starts now: the rate changes
+                // below bring it up to now from here, not from the CPU's
+                // last segment (which may be an idle time ago).
+                cpu.seg_start = now;
                 // The switch itself, and the refill of the caches a hot task
                 // left on another core (docs/model.md, The kernel's own time).
                 let task = &self.sim.tasks[t as usize];
