@@ -196,8 +196,7 @@ impl Cfs {
     /// entity_eligible: a task is owed service when its vruntime is at or
     /// below V (compared without the division, as vruntime_eligible does).
     fn eligible(&self, now: u64, c: u32, vr: u64) -> bool {
-        let (sum, n) = self.v_sum(now, c);
-        n == 0 || vr as u128 * n <= sum
+        eligible_in(self.v_sum(now, c), vr)
     }
 
     /// update_entity_lag: V - vruntime, clamped, with `t` still counted in
@@ -255,9 +254,11 @@ impl Cfs {
     /// ordered by deadline, so the first eligible one in order.
     pub(super) fn pick_eevdf(&self, now: u64, c: u32) -> Option<Tid> {
         let rq = &self.rq[c as usize];
+        // V's terms, the same for every task looked at.
+        let v = self.v_sum(now, c);
         rq.queue
             .iter()
-            .find(|&&(_, t)| self.eligible(now, c, self.td[t as usize].vr))
+            .find(|&&(_, t)| eligible_in(v, self.td[t as usize].vr))
             .or_else(|| rq.queue.first())
             .map(|&(_, t)| t)
     }
@@ -459,8 +460,8 @@ impl Cfs {
         let m = &sim.machine;
         let cpus = &m.die_cpus[die];
         let n = cpus.len();
-        let start = self.llc_pos[target as usize] as usize + 1;
-        let order = (0..n).map(|i| cpus[(start + i) % n]);
+        // From the CPU after the target round to the target.
+        let order = self.llc_scan(m, cpus[(self.llc_pos[target as usize] as usize + 1) % n]);
         if has_idle_core {
             let mut seen_cores = std::collections::BTreeSet::new();
             let mut idle_cpu = None;
@@ -506,4 +507,9 @@ impl Cfs {
     }
 }
 
-
+/// vruntime_eligible: `vr` at or below V = sum / n (V's terms from
+/// `v_sum`), compared without the division; every task is eligible on an
+/// empty queue.
+fn eligible_in((sum, n): (u128, u128), vr: u64) -> bool {
+    n == 0 || vr as u128 * n <= sum
+}
