@@ -32,8 +32,8 @@ fn run_time(evs: &[(u32, Event)], pid: u32) -> u64 {
 fn a_preempted_task_resumed_on_a_cpu_that_idled_gets_no_work_for_the_idle_time() {
     // Every other CPU runs a short task and idles. On CPU 0, `a` computes
     // 200 ms of work at the machine's highest frequency; `b`, bound to CPU
-    // 0, wakes after 150 ms and preempts it, so that an idle CPU takes `a` over in the
-    // middle of its computation.
+    // 0, wakes after 150 ms and preempts it, so that an idle CPU takes `a`
+    // over in the middle of its computation.
     let m = quiet("default");
     let work = 200.0 * MS * m.max_khz() as f64 * 1e-6;
     let mut w = Workload::new("resume");
@@ -57,8 +57,8 @@ fn a_preempted_task_resumed_on_a_cpu_that_idled_gets_no_work_for_the_idle_time()
         let moved = evs.iter().any(|(c, e)| *c != 0 && e.id == ids::CTX_SWITCH && e.a() == pid_a && e.ts as f64 > 150.0 * MS);
         assert!(moved, "{policy}: a never resumed on another CPU, the scenario did not happen");
         // At most the highest frequency: the work takes at least 200 ms of
-        // running (plus the kernel's own time at each switch). Paid for
-        // the idle time of the CPU that took it over, it took about 150.
+        // running (plus the kernel's own time at each switch). Credited
+        // with the idle time of the CPU that took it over, it ran 166 ms.
         let ran = run_time(&evs, pid_a) as f64;
         assert!(ran >= 200.0 * MS, "{policy}: a ran {:.3} ms for 200 ms of work", ran / MS);
     }
