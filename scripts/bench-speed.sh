@@ -28,7 +28,7 @@ done
     "--machine xeon-gold-5218-2s --workload configure:checks=20000 --policy cfs"
     "--machine xeon-e7-8870v4 --workload kbuild:jobs=320,files=100000 --policy cfs"
     "--machine xeon-gold-5218-2s --workload hackbench:groups=100,loops=100 --policy cfs"
-    "--machine xeon-gold-5218-2s --workload configure:checks=2000 --policy scx:nest"
+    "--machine xeon-gold-5218-2s --workload configure:checks=20000 --policy scx:nest"
     "--machine xeon-e7-8870v4 --workload kbuild:jobs=320,files=3000 --policy scx:nest"
     "--machine xeon-gold-5218-2s --workload hackbench:groups=100,loops=100 --policy scx:nest"
 )
