@@ -463,12 +463,17 @@ impl Cfs {
         // From the CPU after the target round to the target.
         let order = self.llc_scan(m, cpus[(self.llc_pos[target as usize] as usize + 1) % n]);
         if has_idle_core {
-            let mut seen_cores = std::collections::BTreeSet::new();
+            // The cores looked at, one bit each (no allocation for up to
+            // 256 cores).
+            let mut seen: smallvec::SmallVec<[u64; 4]> = smallvec::smallvec![0; m.core_cpus.len().div_ceil(64)];
             let mut idle_cpu = None;
             for c in order {
-                if !seen_cores.insert(m.cpu_core[c as usize]) {
+                let core = m.cpu_core[c as usize] as usize;
+                let (word, bit) = (core / 64, 1u64 << (core % 64));
+                if seen[word] & bit != 0 {
                     continue;
                 }
+                seen[word] |= bit;
                 // select_idle_core: a CPU running only SCHED_IDLE tasks
                 // is no idle core's but may be the idle CPU found.
                 let mut all = true;
