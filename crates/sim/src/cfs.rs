@@ -144,7 +144,7 @@ impl Avg {
         if now <= self.t {
             return self.v;
         }
-        self.n + (self.v - self.n) * decay.after(now - self.t)
+        decay.toward(self.n, self.v, now - self.t)
     }
     fn set(&mut self, now: u64, n: f64, decay: &Decay) {
         self.v = self.at(now, decay);
@@ -556,11 +556,16 @@ impl Cfs {
     }
 
     fn idle_without(&self, sim: &Sim, c: u32, exclude: Option<u32>) -> bool {
+        sim.note_scan(1);
+        self.idle_without_unnoted(sim, c, exclude)
+    }
+
+    /// `idle_without` for a scan that notes the CPUs it looks at itself.
+    fn idle_without_unnoted(&self, sim: &Sim, c: u32, exclude: Option<u32>) -> bool {
         if exclude == Some(c) {
-            sim.note_scan(1);
             self.nr_without(c, exclude) == 0
         } else {
-            self.idle(sim, c)
+            self.idle_unnoted(sim, c)
         }
     }
 
@@ -627,7 +632,7 @@ impl Cfs {
                 let mut nr = 0u64;
                 for &c in g {
                     let r = self.nr_without(c, exclude);
-                    idle += (r == 0 && (exclude == Some(c) || sim.cpu_is_idle(c))) as u32;
+                    idle += self.idle_without_unnoted(sim, c, exclude) as u32;
                     nr += r;
                 }
                 GroupPick { gi, idle, nr, weight: g.len() as u64, load: None }
@@ -765,6 +770,12 @@ impl Cfs {
     /// placement pays for (docs/model.md, The kernel's own time).
     fn idle(&self, sim: &Sim, c: u32) -> bool {
         sim.note_scan(1);
+        self.idle_unnoted(sim, c)
+    }
+
+    /// `idle` for a scan that notes the CPUs it looks at itself (a group's
+    /// at once).
+    fn idle_unnoted(&self, sim: &Sim, c: u32) -> bool {
         self.rq[c as usize].nr_running() == 0 && sim.cpu_is_idle(c)
     }
 
@@ -979,9 +990,8 @@ impl Cfs {
                 // Each CPU looked at once (`idle`, in one count).
                 sim.note_scan(g.len() as u32);
                 for &c in g {
-                    let nr = self.rq[c as usize].nr_running();
-                    s.nr += nr;
-                    s.idle += (nr == 0 && sim.cpu_is_idle(c)) as u64;
+                    s.nr += self.rq[c as usize].nr_running();
+                    s.idle += self.idle_unnoted(sim, c) as u64;
                 }
                 s
             };

@@ -262,8 +262,7 @@ impl Sim {
         let dt = self.now - cpu.util_t;
         if dt > 0 {
             let target = if cpu.mode == Mode::Running { 1.0 } else { 0.0 };
-            let decay = self.decay.after(dt);
-            cpu.util = target + (cpu.util - target) * decay;
+            cpu.util = self.decay.toward(target, cpu.util, dt);
             cpu.util_t = self.now;
         }
     }
@@ -278,8 +277,7 @@ impl Sim {
         let dt = self.now.saturating_sub(task.util_t);
         if dt > 0 {
             let target = if task.state == TState::Running { 1.0 } else { 0.0 };
-            let decay = self.decay.after(dt);
-            task.util = target + (task.util - target) * decay;
+            task.util = self.decay.toward(target, task.util, dt);
             task.util_t = self.now;
         }
         task.util

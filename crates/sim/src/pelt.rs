@@ -59,6 +59,12 @@ impl Decay {
         slot.set((dt, factor));
         factor
     }
+
+    /// `v` after `dt` ns of decaying toward `target`.
+    #[inline]
+    pub fn toward(&self, target: f64, v: f64, dt: u64) -> f64 {
+        target + (v - target) * self.after(dt)
+    }
 }
 
 #[cfg(test)]
