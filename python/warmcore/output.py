@@ -28,11 +28,6 @@ class Interrupted(BaseException):
 # The outputs an interrupt left as they were (not written).
 _left = []
 
-# The signals received, in order: an `Interrupted` raised while a C
-# extension module is being imported reaches `interruptible` as that
-# module's own ImportError, so the signal is kept apart from the exception.
-_received = []
-
 
 def interruptible(main):
     """Run `main()` with SIGINT and SIGTERM raising `Interrupted`: an
@@ -44,7 +39,6 @@ def interruptible(main):
     are in place."""
 
     def interrupt(sig, _frame):
-        _received.append(sig)
         raise Interrupted(sig)
 
     for s in (signal.SIGINT, signal.SIGTERM):
@@ -52,14 +46,10 @@ def interruptible(main):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         return main()
-    except BaseException:
-        # Whatever the interrupt became on its way here (numba's
-        # "_devicearray failed to import", for one), it ended the command.
-        if not _received:
-            raise
+    except Interrupted as e:
         left = f": not written, left as they were: {', '.join(_left)}" if _left else ""
         print(f"warmcore: interrupted{left}", file=sys.stderr)
-        return 128 + _received[0]
+        return 128 + e.sig
 
 
 def _identity(p):
