@@ -133,7 +133,7 @@ impl Sim {
             self.dvfs_kick(core);
         }
         if power_changes {
-            self.refresh_socket_power(socket);
+            self.socket_power_changed(socket);
         }
     }
 }
@@ -246,7 +246,7 @@ impl Sim {
             }
             self.emit(c, 0, ids::FREQ_CHANGE, f, 0);
         }
-        self.refresh_socket_power(socket);
+        self.socket_power_changed(socket);
     }
 }
 
@@ -354,11 +354,23 @@ impl Sim {
     /// Add the socket's energy from when it was last counted up to `until`,
     /// at the power it has drawn since.
     fn account_socket(&mut self, socket: u32, until: u64) {
-        let (energy, last, power) = &mut self.socket_energy[socket as usize];
-        if until > *last {
-            *energy += *power * (until - *last) as f64 * 1e-9;
-            *last = until;
+        if until <= self.socket_energy[socket as usize].since {
+            return;
         }
+        if self.socket_energy[socket as usize].power_stale {
+            self.refresh_socket_power(socket);
+        }
+        let s = &mut self.socket_energy[socket as usize];
+        s.energy += s.power * (until - s.since) as f64 * 1e-9;
+        s.since = until;
+    }
+
+    /// A core of `socket` changed its frequency or state: its power is
+    /// worked out before energy is next counted (`SocketEnergy::power_stale`).
+    /// Every such change counts the energy up to now first, so the power
+    /// then worked out is that of the socket as the last change left it.
+    fn socket_power_changed(&mut self, socket: u32) {
+        self.socket_energy[socket as usize].power_stale = true;
     }
 
     /// The power the socket's cores draw now, W, after a change of a core's
@@ -377,7 +389,9 @@ impl Sim {
             .iter()
             .map(|c| if c.busy { crate::dvfs::dynamic_power_at(m, c.freq, v) } else { m.spec.idle[c.idle_state as usize].power_w })
             .sum();
-        self.socket_energy[socket as usize].2 = power;
+        let s = &mut self.socket_energy[socket as usize];
+        s.power = power;
+        s.power_stale = false;
     }
 
     /// The energy of each socket from the start of the run to `end`: its
@@ -387,7 +401,7 @@ impl Sim {
             self.account_socket(socket, end);
         }
         let static_w = self.machine.spec.power.static_w_per_socket;
-        self.socket_energy.iter().map(|(e, _, _)| e + static_w * end as f64 * 1e-9).collect()
+        self.socket_energy.iter().map(|s| s.energy + static_w * end as f64 * 1e-9).collect()
     }
 }
 
@@ -423,23 +437,23 @@ mod tests {
         let idle = m.spec.idle[m.spec.idle.len() - 1].power_w;
         let cpc = m.spec.cores_per_socket as f64;
         e.sim.refresh_socket_power(0);
-        assert!((e.sim.socket_energy[0].2 - cpc * idle).abs() < 1e-9);
+        assert!((e.sim.socket_energy[0].power - cpc * idle).abs() < 1e-9);
         // One slow busy core: its own voltage.
         e.sim.cores[1].busy = true;
         e.sim.cores[1].freq = slow;
         e.sim.refresh_socket_power(0);
         let alone = dynamic_power(&m, slow, slow) + (cpc - 1.0) * idle;
-        assert!((e.sim.socket_energy[0].2 - alone).abs() < 1e-9);
+        assert!((e.sim.socket_energy[0].power - alone).abs() < 1e-9);
         // A fast core beside it raises the slow one's voltage too.
         e.sim.cores[0].busy = true;
         e.sim.cores[0].freq = fast;
         e.sim.refresh_socket_power(0);
         let both = dynamic_power(&m, fast, fast) + dynamic_power(&m, slow, fast) + (cpc - 2.0) * idle;
-        assert!((e.sim.socket_energy[0].2 - both).abs() < 1e-9);
+        assert!((e.sim.socket_energy[0].power - both).abs() < 1e-9);
         assert!(dynamic_power(&m, slow, fast) > 2.0 * dynamic_power(&m, slow, slow));
         // The other socket is not affected.
         e.sim.refresh_socket_power(1);
-        assert!((e.sim.socket_energy[1].2 - cpc * idle).abs() < 1e-9);
+        assert!((e.sim.socket_energy[1].power - cpc * idle).abs() < 1e-9);
     }
 
     #[test]

@@ -301,6 +301,21 @@ pub struct TimerId {
     gen: u32,
 }
 
+/// A socket's energy, counted up to `since`, and the power its cores have
+/// drawn since then.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SocketEnergy {
+    pub(crate) energy: f64,
+    pub(crate) since: u64,
+    pub(crate) power: f64,
+    /// A core's frequency or state moved after `power` was worked out. The
+    /// power is worked out again only when energy is next counted: the
+    /// hardware governors sample every core on one grid, so many cores of a
+    /// socket change at one instant, and the power of the last change is
+    /// the only one that draws energy.
+    pub(crate) power_stale: bool,
+}
+
 /// The state a policy sees and acts on.
 pub struct Sim {
     pub machine: Machine,
@@ -315,8 +330,8 @@ pub struct Sim {
     pub(crate) nr_online: u32,
     pub(crate) cores: Vec<CoreDvfs>,
     pub(crate) socket_active: Vec<u32>,
-    /// Per socket: the energy of its cores up to `.1` and their power since.
-    pub(crate) socket_energy: Vec<(f64, u64, f64)>,
+    /// Per socket: the energy of its cores so far and their power now.
+    pub(crate) socket_energy: Vec<SocketEnergy>,
     pub(crate) actions: VecDeque<Action>,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) sink: Box<dyn Sink>,

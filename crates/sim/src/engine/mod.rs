@@ -44,7 +44,7 @@ use crate::program::{ProgId, Step, Workload, MAX_LIVE_TASKS, MAX_PENDING_EVENTS}
 use crate::queue::{Entry, EventQueue};
 use crate::SimError;
 
-use crate::sim::{Action, Barrier, BlockedOn, Kind, Pipe, WaitFor};
+use crate::sim::{Action, Barrier, BlockedOn, Kind, Pipe, SocketEnergy, WaitFor};
 pub use crate::sim::{CountSink, Cpu, Mode, Sim, Sink, TState, Task, Tid, TimerId, TICK_NS};
 
 type QEv = Entry;
@@ -203,7 +203,7 @@ impl Engine {
             nr_online: n as u32,
             cores,
             socket_active: vec![0; sockets],
-            socket_energy: vec![(0.0, 0, 0.0); sockets],
+            socket_energy: vec![SocketEnergy::default(); sockets],
             actions: VecDeque::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             sink,
