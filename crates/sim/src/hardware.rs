@@ -15,6 +15,7 @@ use warmcore_trace::ids;
 
 use crate::dvfs::Governor;
 use crate::program::REF_CYCLES_PER_US;
+use crate::queue::{Entry, Key};
 use crate::sim::{Kind, Mode, Sim, TState, Tid};
 
 const REF_CYCLES_PER_NS: f64 = REF_CYCLES_PER_US / 1000.0;
@@ -59,17 +60,67 @@ impl Sim {
     /// (Re)start the running task's segment at the current rate.
     pub(crate) fn start_segment(&mut self, c: u32) {
         let Some(t) = self.cpus[c as usize].curr else { return };
+        let cpu = &mut self.cpus[c as usize];
+        cpu.seg_start = self.now;
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        cpu.seg_deferred = 0;
+        self.seq += 1;
+        self.arm_segment(c, t, self.seq);
+    }
+
+    /// Queue the end of `t`'s segment on `c` at the current rate, as
+    /// insertion `seq`.
+    fn arm_segment(&mut self, c: u32, t: Tid, seq: u64) {
         let rate = self.rate(c, t);
         let cpu = &mut self.cpus[c as usize];
         cpu.rate = rate;
-        cpu.seg_start = self.now;
-        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         let gen = cpu.seg_gen;
         // Always arm an end, even for no work left: a rate change at the very
         // end of a segment must not lose it.
         let rem = self.tasks[t as usize].remaining.max(0.0);
         let dt = ceil_ns(rem / rate);
-        self.push(self.now + dt, Kind::SegEnd, c, gen);
+        let key = Key { kind: Kind::SegEnd as u8, index: c };
+        self.heap.push(Entry::new(self.now + dt, seq, key, gen));
+    }
+
+    /// `start_segment` for a rate change within an event, whose end is armed
+    /// once the event has been handled (`arm_deferred_segments`), or before
+    /// the CPU's task stops. A switch changes a core's running threads twice
+    /// at one instant (one stops, the next starts), and each change restarted
+    /// the sibling's segment; the first end was replaced by the second before
+    /// any event could read it. The end is armed with the sequence number
+    /// and generation the last restart took, and with the rate and work left
+    /// that it would have read: everything that changes them in between (the
+    /// core's frequency, a sibling's running, a spin, a new computation)
+    /// restarts the segment itself, and that clears the deferral.
+    fn defer_segment(&mut self, c: u32) {
+        if self.cpus[c as usize].curr.is_none() {
+            return;
+        }
+        self.seq += 1;
+        let cpu = &mut self.cpus[c as usize];
+        cpu.seg_start = self.now;
+        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
+        if cpu.seg_deferred == 0 {
+            self.deferred_segments.push(c);
+        }
+        cpu.seg_deferred = self.seq;
+    }
+
+    /// Arm `c`'s deferred segment end, if it has one.
+    pub(crate) fn arm_deferred_segment(&mut self, c: u32) {
+        let seq = std::mem::take(&mut self.cpus[c as usize].seg_deferred);
+        if seq != 0 {
+            let t = self.cpus[c as usize].curr.expect("a deferred segment has a task");
+            self.arm_segment(c, t, seq);
+        }
+    }
+
+    /// Arm every deferred segment end: the event is handled.
+    pub(crate) fn arm_deferred_segments(&mut self) {
+        while let Some(c) = self.deferred_segments.pop() {
+            self.arm_deferred_segment(c);
+        }
     }
 
     /// A thread of `core` started or stopped running or spinning: rates,
@@ -112,7 +163,7 @@ impl Sim {
             for &c in &threads[..n] {
                 if self.cpus[c as usize].mode == Mode::Running {
                     self.sync_progress(c);
-                    self.start_segment(c);
+                    self.defer_segment(c);
                 }
             }
         }

@@ -260,6 +260,9 @@ pub struct Cpu {
     pub(crate) seg_start: u64,
     pub(crate) rate: f64,
     pub(crate) seg_gen: u32,
+    /// The insertion sequence of a segment end not yet armed (0: none;
+    /// hardware.rs, `defer_segment`).
+    pub(crate) seg_deferred: u64,
     pub(crate) wake_gen: u32,
     pub(crate) tick_pending: bool,
     /// The frequency sample of the CPU's last tick, kHz: the average over
@@ -323,6 +326,8 @@ pub struct Sim {
     pub(crate) now: u64,
     pub(crate) seq: u64,
     pub(crate) heap: EventQueue,
+    /// CPUs whose segment end waits to be armed (hardware.rs, `defer_segment`).
+    pub(crate) deferred_segments: Vec<u32>,
     pub(crate) tasks: Vec<Task>,
     pub(crate) cpus: Vec<Cpu>,
     /// Per CPU: taken offline (Step::CpuOnline); and how many are online.

@@ -134,6 +134,7 @@ impl Engine {
                 seg_start: 0,
                 rate: 0.0,
                 seg_gen: 0,
+                seg_deferred: 0,
                 wake_gen: 0,
                 tick_pending: false,
                 tick_freq,
@@ -197,6 +198,7 @@ impl Engine {
             now: 0,
             seq: 0,
             heap: EventQueue::new(),
+            deferred_segments: Vec::new(),
             tasks: Vec::new(),
             cpus,
             offline: vec![false; n],
@@ -268,6 +270,7 @@ impl Engine {
             self.spawn(prog, &comm, cpu)?;
         }
         self.drain()?;
+        self.sim.arm_deferred_segments();
         let mut partial = None;
         loop {
             if self.sim.alive == 0 {
@@ -308,6 +311,7 @@ impl Engine {
             self.sim.now = ev.t;
             self.handle(ev)?;
             self.drain()?;
+            self.sim.arm_deferred_segments();
             self.sim.heap.finish(&ev);
             if self.check_invariants {
                 self.check();
@@ -718,6 +722,9 @@ impl Engine {
 
     /// Take `t` off `c` (it blocks, exits or is preempted).
     pub(crate) fn stop(&mut self, c: u32, t: Tid, state: u32) {
+        // The end it would have had is queued first (hardware.rs,
+        // `defer_segment`): the generation taken below makes it stale.
+        self.sim.arm_deferred_segment(c);
         self.sim.task_util(t);
         let pid = self.sim.tasks[t as usize].pid;
         self.sim.pelt_update(c);
