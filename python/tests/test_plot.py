@@ -6,6 +6,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -111,6 +112,46 @@ def test_an_interrupted_plot_leaves_the_older_picture_or_the_whole_new_one(tmp_p
             data = out.read_bytes()
             assert data == b"old" or (data[:8] == b"\x89PNG\r\n\x1a\n" and data.endswith(b"IEND\xaeB`\x82")), data[:16]
             assert not [x.name for x in tmp_path.iterdir() if ".part" in x.name]
+
+
+# `python -m warmcore.run ARGS...` as the Rust CLI runs it, but that SIGNAL
+# is raised as MODULE is looked for: inside the import of whatever imports
+# it. Arguments: MODULE SIGNAL ARGS...
+SIGNAL_IN_IMPORT = """
+import runpy, signal, sys
+
+module, sig = sys.argv[1], int(sys.argv[2])
+
+
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            sys.meta_path.remove(self)
+            signal.raise_signal(sig)
+        return None
+
+
+sys.meta_path.insert(0, Finder())
+sys.argv = ["warmcore.run", *sys.argv[3:]]
+runpy.run_module("warmcore.run", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_plot_interrupted_inside_numbas_import_says_so(known_trace, tmp_path, sig):
+    """numba's C extension module imports numba._devicearray and reports
+    any failure of that import as its own ImportError ("numba._devicearray
+    failed to import"): a signal there still ends the plot as interrupted,
+    in one line, the picture left as it was. The PNG's raster imports
+    numba (through datashader) inside the plot: were it not imported, the
+    plot would end by itself, 0."""
+    out = tmp_path / "p.png"
+    out.write_bytes(b"old")
+    r = subprocess.run([sys.executable, "-c", SIGNAL_IN_IMPORT, "numba._devicearray", str(int(sig)),
+                        "warmcore.view", "plot", str(known_trace), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert (r.returncode, r.stderr) == (128 + sig, f"warmcore: interrupted: not written, left as they were: {out}\n")
+    assert out.read_bytes() == b"old" and [x.name for x in tmp_path.iterdir()] == ["p.png"]
 
 
 def test_a_closed_stdout_ends_plot_as_it_ends_the_other_commands(known_trace, tmp_path):

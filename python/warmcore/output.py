@@ -25,7 +25,13 @@ class Interrupted(BaseException):
         self.sig = sig
 
 
-# The outputs an interrupt left as they were (not written).
+# While `interruptible` runs: the SIGINTs and SIGTERMs received, in order,
+# and the outputs an interrupt left as they were (not written). The signal is
+# kept apart from the exception it raised: a C extension module imported
+# when it came may report it as its own failure to import (numba's
+# "numba._devicearray failed to import" is an ImportError raised in its
+# place), so what reaches `interruptible` need not be `Interrupted`.
+_received = []
 _left = []
 
 
@@ -33,23 +39,64 @@ def interruptible(main):
     """Run `main()` with SIGINT and SIGTERM raising `Interrupted`: an
     interrupted command says in one line which outputs it left as they were
     and returns 128 + the signal's number, 130 or 143, as the Rust side does
-    (docs/conventions.md, Exit statuses). A closed standard output ends it
-    as it ends the Rust side's commands, killed by SIGPIPE (141), where
-    Python would raise BrokenPipeError: the commands print once their files
-    are in place."""
+    (docs/conventions.md, Exit statuses). A signal received while `main`
+    runs ends the command so, whatever exception it became on its way out
+    or if something swallowed it. A closed standard output ends it as it
+    ends the Rust side's commands, killed by SIGPIPE (141), where Python
+    would raise BrokenPipeError: the commands print once their files are in
+    place. The previous handlers are back when it returns."""
+    armed = True
 
     def interrupt(sig, _frame):
-        raise Interrupted(sig)
+        nonlocal armed
+        _received.append(sig)
+        # Raised once, and only while `main` runs: a second signal must not
+        # cut short the removal of what the first one abandons, nor the
+        # report below.
+        if armed:
+            armed = False
+            raise Interrupted(sig)
 
+    def excepthook(kind, e, tb):
+        # Printed by a C extension module that turns the interrupt into its
+        # own error (numba does): the command's one line below says it.
+        if not issubclass(kind, Interrupted):
+            saved_hook(kind, e, tb)
+
+    _received.clear()
+    _left.clear()
+    saved_hook, sys.excepthook = sys.excepthook, excepthook
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)}
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, interrupt)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        return main()
-    except Interrupted as e:
+        try:
+            try:
+                status = main()
+                # Written while SIGPIPE still ends the command (stdout is
+                # buffered when it is a pipe; None when it was closed).
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+            finally:
+                # A signal that comes before this raises here, inside the
+                # handling below.
+                armed = False
+        except BaseException:
+            if not _received:
+                raise
+        if not _received:
+            return status
         left = f": not written, left as they were: {', '.join(_left)}" if _left else ""
         print(f"warmcore: interrupted{left}", file=sys.stderr)
-        return 128 + e.sig
+        return 128 + _received[0]
+    finally:
+        sys.excepthook = saved_hook
+        for s, h in saved.items():
+            # None: a handler set outside Python, which cannot be put back.
+            signal.signal(s, signal.SIG_DFL if h is None else h)
+        _received.clear()
+        _left.clear()
 
 
 def _identity(p):
@@ -106,6 +153,7 @@ def replacing(path, inputs=()):
                 os.unlink(tmp)
         # Still blocked if mkstemp failed.
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if isinstance(e, Interrupted):
+        # The interrupt may reach here as another exception (see _received).
+        if isinstance(e, Interrupted) or _received:
             _left.append(str(path))
         raise

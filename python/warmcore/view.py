@@ -28,15 +28,27 @@ def main(argv=None) -> int:
     s.add_argument("--view", default="freq")
     s.add_argument("--no-browser", action="store_true", help="accepted for compatibility; no browser is opened")
     a = ap.parse_args(argv)
+    if a.cmd == "plot":
+        from . import output
+
+        # Interruptible from before the drawing modules are imported: a
+        # signal that comes while a C extension module is imported may come
+        # out of it as another exception (output._received).
+        return output.interruptible(lambda: _run(a))
+    return _run(a)
+
+
+def _run(a) -> int:
     from .views import ViewError
-    from . import output, status
+    from . import status
     import warmcore
 
     try:
         if a.cmd == "plot":
             from .plot import plot
 
-            return output.interruptible(lambda: print(plot(a.file, a.view, a.start, a.end, a.output, a.width)) or 0)
+            print(plot(a.file, a.view, a.start, a.end, a.output, a.width))
+            return 0
         from .server import serve
 
         return serve(a.file, a.port, a.view)
