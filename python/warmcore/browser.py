@@ -82,23 +82,32 @@ def view_server(binary, trace, *extra, timeout=120, env=None):
     import subprocess
 
     port = free_port()
-    p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + timeout
-        line = ""
-        while time.monotonic() < deadline:
-            line = p.stdout.readline()
-            if "http://127.0.0.1:" in line or p.poll() is not None:
-                break
-        url = f"http://127.0.0.1:{port}/"
-        if url not in line:
-            raise AssertionError(f"warmcore view printed {line!r}; "
-                                 f"stderr: {p.stderr.read() if p.poll() is not None else ''}")
-        yield url
-    finally:
-        p.terminate()
+    url = f"http://127.0.0.1:{port}/"
+    # Its output in files, read at will: a pipe nobody reads once the URL
+    # is out would stop the server when its logs fill it, and a read of a
+    # pipe waits past any deadline for a line that does not come.
+    with tempfile.TemporaryDirectory(prefix="warmcore-view-") as d:
+        out, err = os.path.join(d, "stdout"), os.path.join(d, "stderr")
+        with open(out, "w") as o, open(err, "w") as e:
+            p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
+                                 stdout=o, stderr=e, env=env)
         try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+            deadline = time.monotonic() + timeout
+            while url not in _read(out) and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if url not in _read(out):
+                raise AssertionError(f"warmcore view printed {_read(out)!r} (status {p.poll()}); "
+                                     f"stderr: {_read(err)!r}")
+            yield url
+        finally:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
