@@ -15,7 +15,6 @@ use warmcore_trace::ids;
 
 use crate::dvfs::Governor;
 use crate::program::REF_CYCLES_PER_US;
-use crate::queue::{Entry, Key};
 use crate::sim::{Kind, Mode, Sim, TState, Tid};
 
 const REF_CYCLES_PER_NS: f64 = REF_CYCLES_PER_US / 1000.0;
@@ -59,13 +58,22 @@ impl Sim {
 
     /// (Re)start the running task's segment at the current rate.
     pub(crate) fn start_segment(&mut self, c: u32) {
-        let Some(t) = self.cpus[c as usize].curr else { return };
+        if let Some((t, seq)) = self.restart_segment(c) {
+            self.cpus[c as usize].seg_deferred = 0;
+            self.arm_segment(c, t, seq);
+        }
+    }
+
+    /// What every restart of `c`'s segment takes, armed at once or deferred:
+    /// its start, a generation (which makes the end queued before stale)
+    /// and an insertion sequence. None if no task runs there.
+    fn restart_segment(&mut self, c: u32) -> Option<(Tid, u64)> {
         let cpu = &mut self.cpus[c as usize];
+        let t = cpu.curr?;
         cpu.seg_start = self.now;
         cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
-        cpu.seg_deferred = 0;
         self.seq += 1;
-        self.arm_segment(c, t, self.seq);
+        Some((t, self.seq))
     }
 
     /// Queue the end of `t`'s segment on `c` at the current rate, as
@@ -79,8 +87,7 @@ impl Sim {
         // end of a segment must not lose it.
         let rem = self.tasks[t as usize].remaining.max(0.0);
         let dt = ceil_ns(rem / rate);
-        let key = Key { kind: Kind::SegEnd as u8, index: c };
-        self.heap.push(Entry::new(self.now + dt, seq, key, gen));
+        self.push_as(self.now + dt, seq, Kind::SegEnd, c, gen);
     }
 
     /// `start_segment` for a rate change within an event, whose end is armed
@@ -94,17 +101,12 @@ impl Sim {
     /// core's frequency, a sibling's running, a spin, a new computation)
     /// restarts the segment itself, and that clears the deferral.
     fn defer_segment(&mut self, c: u32) {
-        if self.cpus[c as usize].curr.is_none() {
-            return;
-        }
-        self.seq += 1;
+        let Some((_, seq)) = self.restart_segment(c) else { return };
         let cpu = &mut self.cpus[c as usize];
-        cpu.seg_start = self.now;
-        cpu.seg_gen = cpu.seg_gen.wrapping_add(1);
         if cpu.seg_deferred == 0 {
             self.deferred_segments.push(c);
         }
-        cpu.seg_deferred = self.seq;
+        cpu.seg_deferred = seq;
     }
 
     /// Arm `c`'s deferred segment end, if it has one.

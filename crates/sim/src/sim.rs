@@ -578,7 +578,13 @@ impl Sim {
     // ---- internals, shared with engine/ and hardware.rs ----
     pub(crate) fn push(&mut self, t: u64, kind: Kind, a: u32, gen: u32) {
         self.seq += 1;
-        self.heap.push(Entry::new(t, self.seq, Key { kind: kind as u8, index: a }, gen));
+        self.push_as(t, self.seq, kind, a, gen);
+    }
+
+    /// `push` with the insertion sequence taken earlier (hardware.rs,
+    /// `defer_segment`).
+    pub(crate) fn push_as(&mut self, t: u64, seq: u64, kind: Kind, a: u32, gen: u32) {
+        self.heap.push(Entry::new(t, seq, Key { kind: kind as u8, index: a }, gen));
     }
 
     #[inline]
