@@ -112,51 +112,23 @@ def _signal_state(pid):
         return f"no state: {e}"
 
 
-def test_ctrl_c_stops_the_server_with_status_130(known_trace, needs_binary, tmp_path):
+def test_ctrl_c_stops_the_server_with_status_130(known_trace, needs_binary):
     """Stopped by Ctrl-C, the server exits 130 as the other commands do
     (docs/conventions.md, Exit statuses), not 0 as a run that ended by
-    itself."""
+    itself. view_process starts it with SIGINT at its default action,
+    whatever this process inherited."""
     import signal
     import subprocess
-    import time
 
-    from warmcore.browser import free_port
+    from warmcore.browser import view_process
 
     from conftest import BIN
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    # Its output in files, read at will: an unread pipe that fills would
-    # stop the server.
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-    # The server starts with SIGINT delivered and at its default action, as
-    # from a terminal, whatever this process inherited: an ignored or a
-    # blocked signal stays so in the programs it starts, and a Python
-    # started with SIGINT ignored never raises KeyboardInterrupt (a process
-    # started in the background by a script, as make test's lanes are,
-    # ignores SIGINT). A handled signal takes its default action again in
-    # the new program.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        with out.open("w") as o, err.open("w") as e:
-            p = subprocess.Popen([str(BIN), "view", str(known_trace), "--port", str(port)], stdout=o, stderr=e)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        signal.signal(signal.SIGINT, previous)
-    try:
-        deadline = time.monotonic() + 120
-        while url not in out.read_text() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert url in out.read_text(), \
-            f"no URL printed (status {p.poll()}): stdout {out.read_text()!r}, stderr {err.read_text()!r}"
+    with view_process(BIN, known_trace) as served:
+        p = served.process
         p.send_signal(signal.SIGINT)
         try:
             status = p.wait(timeout=60)
         except subprocess.TimeoutExpired:
             status = f"still running 60 s after SIGINT ({_signal_state(p.pid)})"
-        assert status == 130, f"status {status}; stderr: {err.read_text()!r}"
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        assert status == 130, f"status {status}; stderr: {served.stderr()!r}"

@@ -75,11 +75,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Served:
+    """A `warmcore view` started by `view_process`: its URL, its process and
+    what it wrote to stderr so far."""
+
+    def __init__(self, url, process, err):
+        self.url, self.process, self._err = url, process, err
+
+    def stderr(self):
+        return _read(self._err)
+
+
 @contextmanager
-def view_server(binary, trace, *extra, timeout=120, env=None):
+def view_process(binary, trace, *extra, timeout=120, env=None):
     """`warmcore view TRACE` on a free port (in the environment `env`, else
-    this one's): yields its URL once printed."""
+    this one's): yields it (`Served`) once it has printed its URL, and ends
+    it afterwards if it still runs."""
+    import signal
     import subprocess
+    import threading
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
@@ -88,9 +102,25 @@ def view_server(binary, trace, *extra, timeout=120, env=None):
     # pipe waits past any deadline for a line that does not come.
     with tempfile.TemporaryDirectory(prefix="warmcore-view-") as d:
         out, err = os.path.join(d, "stdout"), os.path.join(d, "stderr")
-        with open(out, "w") as o, open(err, "w") as e:
-            p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
-                                 stdout=o, stderr=e, env=env)
+        # The server starts with SIGINT delivered and at its default action,
+        # as from a terminal, whatever this process inherited: an ignored or
+        # a blocked signal stays so in the programs it starts, and a Python
+        # started with SIGINT ignored never raises KeyboardInterrupt (a
+        # process started in the background by a script, as make test's
+        # lanes are, ignores SIGINT). A handled signal takes its default
+        # action again in the new program; only the main thread may set a
+        # handler, and the mask is the starting thread's own.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+        mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        try:
+            with open(out, "w") as o, open(err, "w") as e:
+                p = subprocess.Popen([str(binary), "view", str(trace), "--port", str(port), *extra],
+                                     stdout=o, stderr=e, env=env)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            if main:
+                signal.signal(signal.SIGINT, previous)
         try:
             deadline = time.monotonic() + timeout
             while url not in _read(out) and p.poll() is None and time.monotonic() < deadline:
@@ -98,7 +128,7 @@ def view_server(binary, trace, *extra, timeout=120, env=None):
             if url not in _read(out):
                 raise AssertionError(f"warmcore view printed {_read(out)!r} (status {p.poll()}); "
                                      f"stderr: {_read(err)!r}")
-            yield url
+            yield Served(url, p, err)
         finally:
             p.terminate()
             try:
@@ -106,6 +136,13 @@ def view_server(binary, trace, *extra, timeout=120, env=None):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+@contextmanager
+def view_server(binary, trace, *extra, timeout=120, env=None):
+    """`view_process`'s URL."""
+    with view_process(binary, trace, *extra, timeout=timeout, env=env) as served:
+        yield served.url
 
 
 def _read(path):
