@@ -87,6 +87,10 @@ impl Sim {
         // end of a segment must not lose it.
         let rem = self.tasks[t as usize].remaining.max(0.0);
         let dt = ceil_ns(rem / rate);
+        if dt == 0 {
+            // Its task goes on at once (a spinner released).
+            return self.hold_as(seq, Kind::SegEnd, c, gen);
+        }
         self.push_as(self.now + dt, seq, Kind::SegEnd, c, gen);
     }
 

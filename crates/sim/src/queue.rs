@@ -16,6 +16,13 @@
 //! segment end that arms the next one, a timer re-armed from its own
 //! handler) updates the entry in place, costing one sift instead of a
 //! removal and an insertion.
+//!
+//! `hold` keeps one event beside the heap: an event at the instant being
+//! handled, queued after those there (a spinner released goes on at once).
+//! Pushed, it would sift up to the heap's top, and sift down again there
+//! when the next event of its key replaced it; held, it costs the removal
+//! of its key's entry (at a leaf, as a rule). The engine takes the earlier
+//! of the held event and the heap's top, so the order is the heap's.
 
 /// What an event is about: a kind and an index (CPU, core, task or timer
 /// slot, depending on the kind).
@@ -59,6 +66,8 @@ impl Entry {
 }
 
 const NONE: u32 = u32::MAX;
+/// `pos` of the held entry's key.
+const HELD: u32 = u32::MAX - 1;
 const ARITY: usize = 4;
 
 /// An entry's place in the order: its time, then its sequence, as one
@@ -76,8 +85,9 @@ pub struct EventQueue {
     keys: Vec<u128>,
     /// Per position: the entry's slot and generation.
     vals: Vec<(u32, u32)>,
-    /// Per key (its slot): its position in the heap, or NONE.
+    /// Per key (its slot): its position in the heap, HELD, or NONE.
     pos: Vec<u32>,
+    held: Option<Entry>,
 }
 
 impl Default for EventQueue {
@@ -88,17 +98,28 @@ impl Default for EventQueue {
 
 impl EventQueue {
     pub fn new() -> EventQueue {
-        EventQueue { keys: Vec::new(), vals: Vec::new(), pos: Vec::new() }
+        EventQueue { keys: Vec::new(), vals: Vec::new(), pos: Vec::new(), held: None }
     }
 
+    /// The events queued, the held one included.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.keys.len() + self.held.is_some() as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
-    /// The earliest event.
+    /// The earliest event: the heap's top or the held one.
+    #[inline]
+    pub fn next(&self) -> Option<Entry> {
+        let Some(h) = self.held else { return self.peek() };
+        match self.keys.first() {
+            Some(&k) if k < order(h.t, h.seq) => self.peek(),
+            _ => Some(h),
+        }
+    }
+
+    /// The heap's earliest event.
     #[inline]
     pub fn peek(&self) -> Option<Entry> {
         let k = *self.keys.first()?;
@@ -113,7 +134,11 @@ impl EventQueue {
             self.pos.resize((i + 1).next_multiple_of(KINDS as usize), NONE);
         }
         let (k, v) = (order(e.t, e.seq), (e.slot, e.gen));
-        let p = self.pos[i];
+        let mut p = self.pos[i];
+        if p == HELD {
+            self.held = None;
+            p = NONE;
+        }
         if p == NONE {
             self.keys.push(k);
             self.vals.push(v);
@@ -128,6 +153,37 @@ impl EventQueue {
         }
     }
 
+    /// Hold `e` beside the heap, replacing the entry of its key; into the
+    /// heap if another key's event is held.
+    #[inline(never)]
+    pub fn hold(&mut self, e: Entry) {
+        if self.held.is_some_and(|h| h.slot != e.slot) {
+            return self.push(e);
+        }
+        let i = e.slot as usize;
+        if i >= self.pos.len() {
+            self.pos.resize((i + 1).next_multiple_of(KINDS as usize), NONE);
+        }
+        let p = self.pos[i];
+        if p != NONE && p != HELD {
+            self.remove_at(p as usize);
+        }
+        self.pos[i] = HELD;
+        self.held = Some(e);
+    }
+
+    /// Take the held event if `next` gave it: the caller handles it.
+    #[inline]
+    pub fn take_held(&mut self, e: &Entry) -> bool {
+        let Some(h) = self.held else { return false };
+        if h.seq != e.seq || h.slot != e.slot {
+            return false;
+        }
+        self.held = None;
+        self.pos[h.slot as usize] = NONE;
+        true
+    }
+
     /// Remove the earliest event if it is still the one `peek` gave (same
     /// key and sequence): the caller handled it and nothing replaced it.
     pub fn finish(&mut self, handled: &Entry) {
@@ -137,11 +193,13 @@ impl EventQueue {
         }
     }
 
-    /// Remove and return the earliest event.
+    /// Remove and return the earliest event, held or not.
     pub fn pop(&mut self) -> Option<Entry> {
-        let top = self.peek()?;
-        self.remove_at(0);
-        Some(top)
+        let e = self.next()?;
+        if !self.take_held(&e) {
+            self.remove_at(0);
+        }
+        Some(e)
     }
 
     fn remove_at(&mut self, p: usize) {
@@ -322,18 +380,25 @@ mod tests {
                         _ => now + rng.next() % 2000,
                     };
                     let gen = rng.next() as u32;
-                    q.push(ev(t, seq, kind, index, gen));
+                    // As the engine holds a segment end at the instant.
+                    if t == now && rng.next() % 2 == 0 {
+                        q.hold(ev(t, seq, kind, index, gen));
+                    } else {
+                        q.push(ev(t, seq, kind, index, gen));
+                    }
                     if let Some(old) = by_key.insert((kind, index), (t, seq)) {
                         by_order.remove(&old);
                     }
                     by_order.insert((t, seq), (kind, index, gen));
                 } else {
                     let want = by_order.iter().next().map(|(&(t, s), &(k, i, g))| (t, s, k, i, g));
-                    let got = q.peek().map(|e| (e.t, e.seq, e.kind(), e.index(), e.gen));
+                    let got = q.next().map(|e| (e.t, e.seq, e.kind(), e.index(), e.gen));
                     assert_eq!(got, want);
-                    let Some(e) = q.peek() else { continue };
+                    let Some(e) = q.next() else { continue };
                     if r < 8 {
-                        q.finish(&e);
+                        if !q.take_held(&e) {
+                            q.finish(&e);
+                        }
                     } else {
                         assert_eq!(q.pop().map(|x| x.seq), Some(e.seq));
                     }
@@ -374,6 +439,35 @@ mod tests {
         q.finish(&top);
         assert_eq!(q.len(), 1);
         assert_eq!(q.pop().map(|e| (e.t, e.gen)), Some((1 << 42, 1)));
+    }
+
+    #[test]
+    fn a_held_event_takes_its_place_in_the_order_and_is_replaced_like_an_entry() {
+        let mut q = EventQueue::default();
+        q.push(ev(10, 1, 0, 1, 0));
+        q.push(ev(10, 2, 0, 2, 0));
+        q.push(ev(1 << 50, 3, 0, 3, 0));
+        // Handling the first, a spinner's end for ever is replaced by one
+        // now: held, its entry in the heap gone.
+        let first = q.next().unwrap();
+        q.hold(ev(10, 4, 0, 3, 1));
+        assert_eq!(q.len(), 3);
+        // A second held key goes to the heap.
+        q.hold(ev(10, 5, 0, 4, 0));
+        q.finish(&first);
+        let order: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop()).map(|e| (e.seq, e.index())).collect();
+        assert_eq!(order, [(2, 2), (4, 3), (5, 4)]);
+        // A push of the held key replaces it, as in the heap.
+        q.push(ev(20, 6, 0, 9, 0));
+        q.hold(ev(20, 7, 0, 8, 0));
+        q.push(ev(30, 8, 0, 8, 1));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop().map(|e| e.seq), Some(6));
+        assert_eq!(q.pop().map(|e| (e.seq, e.gen)), Some((8, 1)));
+        // Taken while being handled, it is not finished again.
+        q.hold(ev(40, 9, 0, 8, 2));
+        let e = q.next().unwrap();
+        assert!(q.take_held(&e) && !q.take_held(&e) && q.is_empty());
     }
 
     #[test]

@@ -587,6 +587,12 @@ impl Sim {
         self.heap.push(Entry::new(t, seq, Key { kind: kind as u8, index: a }, gen));
     }
 
+    /// `push_as` at the current instant of an event queued after the
+    /// instant's others, held beside the heap (queue.rs, `hold`).
+    pub(crate) fn hold_as(&mut self, seq: u64, kind: Kind, a: u32, gen: u32) {
+        self.heap.hold(Entry::new(self.now, seq, Key { kind: kind as u8, index: a }, gen));
+    }
+
     #[inline]
     pub(crate) fn emit(&mut self, cpu: u32, pid: u32, id: u32, a: u32, b: u32) {
         self.events += 1;

@@ -276,19 +276,18 @@ impl Engine {
             if self.sim.alive == 0 {
                 break;
             }
-            let end = self.sim.workload.end_ns;
-            let next = self.sim.heap.peek().map(|e| e.t);
-            if let Some(end) = end {
-                if next.is_none_or(|t| t > end) {
+            // Handled while still in the heap: a new event for the same key
+            // replaces it in place (queue.rs); `finish` removes it if none did.
+            let next = self.sim.heap.next();
+            if let Some(end) = self.sim.workload.end_ns {
+                if next.is_none_or(|e| e.t > end) {
                     // The workload's own end (rt-app's duration).
                     self.sim.now = end.max(self.sim.now);
                     self.sim.last_exit = self.sim.now;
                     break;
                 }
             }
-            // Handled while still in the heap: a new event for the same key
-            // replaces it in place (queue.rs); `finish` removes it if none did.
-            let Some(ev) = self.sim.heap.peek() else {
+            let Some(ev) = next else {
                 return Err(self.deadlock());
             };
             if ev.t > limits.max_sim_ns {
@@ -309,10 +308,13 @@ impl Engine {
             }
             debug_assert!(ev.t >= self.sim.now);
             self.sim.now = ev.t;
+            let held = self.sim.heap.take_held(&ev);
             self.handle(ev)?;
             self.drain()?;
             self.sim.arm_deferred_segments();
-            self.sim.heap.finish(&ev);
+            if !held {
+                self.sim.heap.finish(&ev);
+            }
             if self.check_invariants {
                 self.check();
             }
