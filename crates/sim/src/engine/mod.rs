@@ -276,8 +276,7 @@ impl Engine {
             if self.sim.alive == 0 {
                 break;
             }
-            // Handled while still in the heap: a new event for the same key
-            // replaces it in place (queue.rs); `finish` removes it if none did.
+            // The earliest event, the held one included (queue.rs, `hold`).
             let next = self.sim.heap.next();
             if let Some(end) = self.sim.workload.end_ns {
                 if next.is_none_or(|e| e.t > end) {
@@ -308,6 +307,9 @@ impl Engine {
             }
             debug_assert!(ev.t >= self.sim.now);
             self.sim.now = ev.t;
+            // Handled while still in the heap: a new event for the same key
+            // replaces it in place (queue.rs); `finish` removes it if none did.
+            // A held event is taken out before.
             let held = self.sim.heap.take_held(&ev);
             self.handle(ev)?;
             self.drain()?;
