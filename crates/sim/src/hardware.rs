@@ -79,18 +79,19 @@ impl Sim {
     /// Queue the end of `t`'s segment on `c` at the current rate, as
     /// insertion `seq`.
     fn arm_segment(&mut self, c: u32, t: Tid, seq: u64) {
-        let rate = self.rate(c, t);
-        let cpu = &mut self.cpus[c as usize];
-        cpu.rate = rate;
-        let gen = cpu.seg_gen;
+        let gen = self.cpus[c as usize].seg_gen;
         // Always arm an end, even for no work left: a rate change at the very
         // end of a segment must not lose it.
         let rem = self.tasks[t as usize].remaining.max(0.0);
-        let dt = ceil_ns(rem / rate);
-        if dt == 0 {
-            // Its task goes on at once (a spinner released).
+        if rem == 0.0 {
+            // It ends at once (a spinner released goes on): no time passes
+            // at its rate, which the next segment sets (`sync_progress`
+            // reads it over no time until then).
             return self.hold_as(seq, Kind::SegEnd, c, gen);
         }
+        let rate = self.rate(c, t);
+        self.cpus[c as usize].rate = rate;
+        let dt = ceil_ns(rem / rate);
         self.push_as(self.now + dt, seq, Kind::SegEnd, c, gen);
     }
 

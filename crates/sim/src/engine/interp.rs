@@ -537,7 +537,7 @@ impl Engine {
         self.sim.tasks[w as usize].spinning = None;
         let c = self.sim.tasks[w as usize].cpu;
         if self.sim.tasks[w as usize].state == TState::Running {
-            self.sim.sync_progress(c);
+            // The spin's progress is of no account: it ends here.
             self.sim.tasks[w as usize].remaining = 0.0;
             // A segment end now: its CPU's next event carries it on.
             self.sim.start_segment(c);
