@@ -127,14 +127,21 @@ impl EventQueue {
         Some(Entry { t: (k >> 64) as u64, seq: k as u64, slot, gen })
     }
 
-    /// Add `e`, replacing the entry of the same key if there is one.
-    pub fn push(&mut self, e: Entry) {
-        let i = e.slot as usize;
+    /// Where the entry of `slot` is (a position in the heap, HELD or NONE),
+    /// `pos` grown to cover it.
+    #[inline]
+    fn pos_of(&mut self, slot: u32) -> u32 {
+        let i = slot as usize;
         if i >= self.pos.len() {
             self.pos.resize((i + 1).next_multiple_of(KINDS as usize), NONE);
         }
+        self.pos[i]
+    }
+
+    /// Add `e`, replacing the entry of the same key if there is one.
+    pub fn push(&mut self, e: Entry) {
         let (k, v) = (order(e.t, e.seq), (e.slot, e.gen));
-        let mut p = self.pos[i];
+        let mut p = self.pos_of(e.slot);
         if p == HELD {
             self.held = None;
             p = NONE;
@@ -160,15 +167,11 @@ impl EventQueue {
         if self.held.is_some_and(|h| h.slot != e.slot) {
             return self.push(e);
         }
-        let i = e.slot as usize;
-        if i >= self.pos.len() {
-            self.pos.resize((i + 1).next_multiple_of(KINDS as usize), NONE);
-        }
-        let p = self.pos[i];
+        let p = self.pos_of(e.slot);
         if p != NONE && p != HELD {
             self.remove_at(p as usize);
         }
-        self.pos[i] = HELD;
+        self.pos[e.slot as usize] = HELD;
         self.held = Some(e);
     }
 
